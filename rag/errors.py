@@ -1,0 +1,25 @@
+"""The few named errors the package raises.
+
+Each is raised where the problem is found, with a message a person can act on; the CLI prints
+it as one line and the UI shows it as text. Nothing here carries a traceback to the user.
+"""
+
+
+class RagError(Exception):
+    """Base class: every error meant for the user, not for a debugger."""
+
+
+class ConfigError(RagError):
+    """A config file, name, key or value that cannot be used."""
+
+
+class InputError(RagError):
+    """A question or input file that cannot be used (empty, too long, unreadable, malformed)."""
+
+
+class StoreError(RagError):
+    """The vector store cannot be opened or reached."""
+
+
+class ModelError(RagError):
+    """A language model that failed to load or answer; the message names the provider and cause."""

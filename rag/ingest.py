@@ -1,0 +1,145 @@
+"""Incremental, idempotent, resumable ingestion of paper records into a `PaperIndex`.
+
+Per batch: decide for each record whether it is new, changed, unchanged or a duplicate; write the
+chunks of new and changed papers (ids are content hashes, so a rewrite is a no-op); drop the
+chunks a changed paper no longer has; and only then mark the papers complete. A run killed
+anywhere leaves every paper either as it was or complete, plus at most some chunks that the next
+run rewrites under the same ids.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from itertools import islice
+
+from rag.chunking import Chunker
+from rag.errors import InputError
+from rag.papers import SEED_ID_PREFIX, LoadProblem, PaperRecord
+from rag.store import PaperIndex
+
+
+@dataclass
+class IngestReport:
+    """What an ingest did, for the CLI's summary line and for tests."""
+
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    duplicates: int = 0
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    problems: list[LoadProblem] = field(default_factory=list)
+    seconds: float = 0.0
+    papers: int = 0
+    chunks: int = 0
+
+    def summary(self) -> str:
+        return (
+            f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, {self.removed} removed, "
+            f"{self.duplicates} duplicates skipped; {self.chunks_added} chunks written, "
+            f"{self.chunks_removed} removed; index: {self.papers} papers, {self.chunks} chunks; "
+            f"{len(self.problems)} problems; {self.seconds:.1f} s"
+        )
+
+
+def ingest_papers(
+    records: Iterable[PaperRecord],
+    index: PaperIndex,
+    chunker: Chunker,
+    prune: bool = False,
+    strict: bool = False,
+    batch_size: int = 256,
+    on_progress: Callable[[int], None] | None = None,
+    report: IngestReport | None = None,
+) -> IngestReport:
+    """Bring the index in step with `records`; with `prune`, remove papers not among them."""
+    report = report or IngestReport()
+    started = time.perf_counter()
+    run = _Run(index, chunker, report, strict)
+    iterator = iter(records)
+    while batch := list(islice(iterator, batch_size)):
+        run.ingest_batch(batch)
+        if on_progress:
+            on_progress(len(batch))
+    if prune:
+        gone = [pid for pid in index.all_paper_ids() if pid not in run.present]
+        report.chunks_removed += index.remove_papers(gone)
+        report.removed += len(gone)
+    report.papers = index.paper_count()
+    report.chunks = index.chunk_count()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+class _Run:
+    """State of one ingest: which ids and abstracts have been seen, across batches."""
+
+    def __init__(self, index: PaperIndex, chunker: Chunker, report: IngestReport, strict: bool):
+        self.index = index
+        self.chunker = chunker
+        self.report = report
+        self.strict = strict
+        self.hash_of: dict[str, str] = {}  # paper_id -> content hash, for every paper seen this run
+        self.id_of: dict[str, str] = {}  # content hash -> paper_id kept for it
+        self.present: set[str] = set()  # stored paper ids that the inputs still hold
+
+    def ingest_batch(self, batch: list[PaperRecord]) -> None:
+        stored = self.index.stored_hashes(list(dict.fromkeys(paper.paper_id for paper in batch)))
+        stored_ids = self.index.ids_by_hash(list(dict.fromkeys(paper.content_hash for paper in batch)))
+        to_write: list[PaperRecord] = []
+        replaced: list[str] = []
+        for paper in batch:
+            if not self._first_sighting(paper):
+                continue
+            twin = self.id_of.get(paper.content_hash) or stored_ids.get(paper.content_hash)
+            if twin and twin != paper.paper_id:
+                if paper.has_own_id and twin.startswith(SEED_ID_PREFIX):
+                    replaced.append(twin)  # the same abstract, now with a real id and title: keep this one
+                    self.present.discard(twin)
+                else:
+                    self.report.duplicates += 1
+                    self.present.add(twin)
+                    continue
+            self.id_of[paper.content_hash] = paper.paper_id
+            self.present.add(paper.paper_id)
+            if stored.get(paper.paper_id) == paper.content_hash:
+                self.report.unchanged += 1
+            else:
+                to_write.append(paper)
+                if paper.paper_id in stored:
+                    self.report.updated += 1
+                else:
+                    self.report.added += 1
+        self._write(to_write, updated=[p.paper_id for p in to_write if p.paper_id in stored])
+        if replaced:
+            self.report.chunks_removed += self.index.remove_papers(replaced)
+
+    def _first_sighting(self, paper: PaperRecord) -> bool:
+        known = self.hash_of.get(paper.paper_id)
+        if known is None:
+            self.hash_of[paper.paper_id] = paper.content_hash
+            return True
+        if known != paper.content_hash:
+            problem = LoadProblem(
+                paper.source, 0, f"duplicate id '{paper.paper_id}' with different text; kept the first"
+            )
+            if self.strict:
+                raise InputError(str(problem))
+            self.report.problems.append(problem)
+        self.report.duplicates += 1
+        return False
+
+    def _write(self, papers: list[PaperRecord], updated: list[str]) -> None:
+        if not papers:
+            return
+        chunks_of = {paper.paper_id: self.chunker.chunk(paper) for paper in papers}
+        chunks = [chunk for paper_chunks in chunks_of.values() for chunk in paper_chunks]
+        self.index.add_chunks(chunks)
+        self.report.chunks_added += len(chunks)
+        if updated:
+            keep = {chunk.id for chunk in chunks}
+            self.report.chunks_removed += self.index.remove_stale_chunks(updated, keep)
+        self.index.mark_complete(papers, {pid: len(c) for pid, c in chunks_of.items()})

@@ -1,0 +1,36 @@
+"""Reading and writing `[n]` citation markers, and splitting prose into sentences."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+MARKER = re.compile(r"\s*\[(\d+(?:\s*[,;]\s*\d+)*)\]")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n+")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of prose, split at end punctuation followed by a capital, or at line breaks."""
+    return [part.strip() for part in SENTENCE_END.split(text) if part and part.strip()]
+
+
+def marker_numbers(text: str) -> list[int]:
+    """Every number inside `[n]` / `[n, m]` markers, in order of appearance, repeats included."""
+    return [int(n) for group in MARKER.findall(text) for n in re.split(r"[,;]", group)]
+
+
+def cited_numbers(text: str, source_count: int) -> list[int]:
+    """Valid source numbers cited in `text`, each once, in order of first citation."""
+    return list(dict.fromkeys(n for n in marker_numbers(text) if 1 <= n <= source_count))
+
+
+def format_marker(numbers: Sequence[int]) -> str:
+    return "".join(f"[{n}]" for n in numbers)
+
+
+def attach_marker(sentence: str, numbers: Sequence[int]) -> str:
+    """Put markers before the sentence's closing punctuation: 'It works [2].'"""
+    if not numbers:
+        return sentence
+    body, end = re.match(r"(.*?)([.!?]*)$", sentence, re.DOTALL).groups()
+    return f"{body.rstrip()} {format_marker(numbers)}{end}"

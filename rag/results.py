@@ -1,0 +1,51 @@
+"""What a question gets back: ranked sources and a cited answer."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from rag.markers import cited_numbers
+
+
+@dataclass(frozen=True)
+class Source:
+    """One retrieved paper: its best passage(s) and how well they matched the question."""
+
+    paper_id: str
+    title: str
+    text: str
+    score: float
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SentenceCheck:
+    """One sentence of an answer, the sources it cites, and whether a cited source supports it."""
+
+    text: str
+    cited: tuple[int, ...]
+    supported: bool
+    score: float
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A cited answer. `[n]` in `text` refers to `sources[n - 1]`."""
+
+    question: str
+    text: str
+    sources: list[Source]
+    refused: bool = False
+    fallback: str | None = None
+    checks: list[SentenceCheck] = field(default_factory=list)
+    standalone_question: str = ""
+    config: str = ""
+
+    @property
+    def cited(self) -> list[str]:
+        """Paper ids the text cites, in order of first citation."""
+        return [self.sources[n - 1].paper_id for n in cited_numbers(self.text, len(self.sources))]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "cited": self.cited}

@@ -1,0 +1,170 @@
+"""The Chroma index: a collection of chunks (through langchain-chroma) and one of papers.
+
+The chunk collection holds what is searched. The paper collection holds one entry per paper
+(its abstract and metadata) and is written last when a paper is ingested, so it doubles as the
+record of which papers are complete: an interrupted ingest leaves no entry for a half-written
+paper, and the next run redoes it with the same content-derived chunk ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from rag.config import Settings, VectorstoreConfig
+from rag.embeddings import model_label
+from rag.errors import StoreError
+from rag.papers import PaperRecord
+
+INDEX_VERSION = 1  # bump when the stored layout changes, so old indexes are never misread
+DELETE_BATCH = 500
+
+
+def collection_name(config: Settings) -> str:
+    """Derived from the embedding model and chunking settings: an index is only read by its own model."""
+    settings = {
+        "model": model_label(config.embedding),
+        "int8": config.embedding.backend == "onnx-int8",
+        "chunking": config.chunking.model_dump(),
+        "version": INDEX_VERSION,
+    }
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
+    slug = re.sub(r"[^a-z0-9]+", "-", model_label(config.embedding).lower()).strip("-")[:40] or "model"
+    return f"{slug}-{digest}"
+
+
+def open_client(config: VectorstoreConfig):
+    """A Chroma client for the configured mode; a server that can't be reached is a StoreError."""
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    settings = ChromaSettings(anonymized_telemetry=False)
+    if config.mode == "persistent":
+        try:
+            config.path.mkdir(parents=True, exist_ok=True)
+            return chromadb.PersistentClient(path=str(config.path), settings=settings)
+        except (OSError, ValueError) as err:
+            raise StoreError(f"cannot open the index at {config.path}: {err}") from None
+    try:
+        return chromadb.HttpClient(
+            host=config.host,
+            port=config.port,
+            ssl=config.ssl,
+            headers=config.headers,
+            tenant=config.tenant,
+            database=config.database,
+            settings=settings,
+        )
+    except Exception as err:  # chromadb raises bare Exception/ValueError subclasses for connection failures
+        raise StoreError(f"cannot reach the Chroma server at {config.host}:{config.port}: {_first_line(err)}") from None
+
+
+class PaperIndex:
+    """Chunks and papers of one collection pair, and the operations ingest and retrieval need."""
+
+    def __init__(self, client, name: str, embeddings: Embeddings, where: str):
+        from langchain_chroma import Chroma
+
+        self.name = name
+        self.where = where
+        self.embeddings = embeddings
+        try:
+            self.chunks = Chroma(
+                collection_name=name,
+                embedding_function=embeddings,
+                client=client,
+                collection_metadata={"hnsw:space": "cosine"},
+            )
+            # No embedding function: entries here are looked up by id and metadata, never searched.
+            self.papers = client.get_or_create_collection(f"{name}-papers", embedding_function=None)
+        except Exception as err:
+            raise StoreError(f"cannot open the index {where}: {_first_line(err)}") from None
+
+    # -- counts ---------------------------------------------------------------------------
+
+    def paper_count(self) -> int:
+        return self.papers.count()
+
+    def chunk_count(self) -> int:
+        return self.chunks._collection.count()
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def stored_hashes(self, paper_ids: list[str]) -> dict[str, str]:
+        """paper_id -> content hash, for those of `paper_ids` that are complete in the index."""
+        if not paper_ids:
+            return {}
+        found = self.papers.get(ids=paper_ids, include=["metadatas"])
+        return {pid: meta["content_hash"] for pid, meta in zip(found["ids"], found["metadatas"])}
+
+    def ids_by_hash(self, hashes: list[str]) -> dict[str, str]:
+        """content hash -> paper_id, for stored papers with one of these abstracts."""
+        if not hashes:
+            return {}
+        found = self.papers.get(where={"content_hash": {"$in": hashes}}, include=["metadatas"])
+        return {meta["content_hash"]: pid for pid, meta in zip(found["ids"], found["metadatas"])}
+
+    def all_paper_ids(self) -> list[str]:
+        return self.papers.get(include=[])["ids"]
+
+    def iter_papers(self, batch: int = 2000) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        """(paper_id, abstract, metadata) of every stored paper, read in pages."""
+        total = self.paper_count()
+        for offset in range(0, total, batch):
+            page = self.papers.get(include=["documents", "metadatas"], limit=batch, offset=offset)
+            yield from zip(page["ids"], page["documents"], page["metadatas"])
+
+    def search(self, question: str, fetch_k: int, where: dict | None) -> list[tuple[Document, float]]:
+        """Chunks nearest the question with cosine similarity (1 is identical)."""
+        hits = self.chunks.similarity_search_with_score(question, k=fetch_k, filter=where or None)
+        return [(doc, 1.0 - distance) for doc, distance in hits]
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def add_chunks(self, chunks: list[Document]) -> None:
+        if chunks:
+            self.chunks.add_documents(chunks, ids=[chunk.id for chunk in chunks])
+
+    def remove_stale_chunks(self, paper_ids: list[str], keep: set[str]) -> int:
+        """Delete the chunks of these papers whose ids are not in `keep`; returns how many."""
+        removed = 0
+        for part in _batched(paper_ids, DELETE_BATCH):
+            ids = self.chunks._collection.get(where={"paper_id": {"$in": part}}, include=[])["ids"]
+            stale = [chunk_id for chunk_id in ids if chunk_id not in keep]
+            for ids_part in _batched(stale, DELETE_BATCH):
+                self.chunks._collection.delete(ids=ids_part)
+            removed += len(stale)
+        return removed
+
+    def mark_complete(self, papers: list[PaperRecord], chunk_counts: dict[str, int]) -> None:
+        if not papers:
+            return
+        self.papers.upsert(
+            ids=[paper.paper_id for paper in papers],
+            documents=[paper.abstract for paper in papers],
+            metadatas=[{**paper.metadata(), "chunks": chunk_counts[paper.paper_id]} for paper in papers],
+            embeddings=[[1.0] for _ in papers],  # a placeholder: this collection is never searched by vector
+        )
+
+    def remove_papers(self, paper_ids: list[str]) -> int:
+        """Delete papers and all their chunks; returns the number of chunks removed."""
+        removed = self.remove_stale_chunks(paper_ids, keep=set())
+        for part in _batched(paper_ids, DELETE_BATCH):
+            self.papers.delete(ids=part)
+        return removed
+
+
+def _batched(items: list, size: int) -> Iterable[list]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _first_line(err: Exception) -> str:
+    text = str(err).strip() or type(err).__name__
+    return text.splitlines()[0]

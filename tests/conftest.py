@@ -1,0 +1,83 @@
+"""Shared fixtures: the real bundled embedding model, real Chroma indexes in temporary folders."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from rag.config import PROJECT_ROOT, Settings, load_config
+from rag.service import RagService
+
+SEED_FILE = PROJECT_ROOT / "seeds" / "000_c52ea64f75263f30.txt"
+FULL_LIST = PROJECT_ROOT.parent / "shared" / "corpus" / "iclr2025.jsonl.gz"
+
+
+@pytest.fixture(autouse=True)
+def _no_rag_environment(monkeypatch):
+    """Tests choose their config explicitly; a developer's RAG_* variables must not leak in."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("RAG_"):
+            monkeypatch.delenv(name)
+
+
+def settings_for(index_dir: Path, config: str = "extractive", **sections) -> Settings:
+    """A shipped config with its index moved to `index_dir` and any sections overridden."""
+    values = load_config(config).model_dump()
+    values["vectorstore"]["path"] = str(index_dir)
+    for section, overrides in sections.items():
+        values[section].update(overrides)
+    return Settings(**values)
+
+
+@pytest.fixture(scope="session")
+def embeddings():
+    from rag.config import EmbeddingConfig
+    from rag.embeddings import make_embeddings
+
+    return make_embeddings(EmbeddingConfig())
+
+
+@pytest.fixture
+def make_service(tmp_path, embeddings):
+    """Build services over fresh indexes in tmp_path, sharing the one loaded embedding model."""
+
+    def build(config: str = "extractive", index: str = "index", **sections) -> RagService:
+        return RagService(settings_for(tmp_path / index, config, **sections), embeddings=embeddings)
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def seeded(tmp_path_factory, embeddings) -> RagService:
+    """One extractive service over the ingested seed file, shared by read-only tests."""
+    service = RagService(settings_for(tmp_path_factory.mktemp("seeded")), embeddings=embeddings)
+    service.ingest([SEED_FILE])
+    return service
+
+
+@pytest.fixture(scope="session")
+def full_list_sample(tmp_path_factory) -> Path:
+    """The first 300 records of the real ICLR 2025 list, as a JSONL file."""
+    if not FULL_LIST.exists():
+        pytest.skip(f"{FULL_LIST} is not here")
+    path = tmp_path_factory.mktemp("corpus") / "sample.jsonl"
+    with gzip.open(FULL_LIST, "rt", encoding="utf-8") as source, path.open("w", encoding="utf-8") as out:
+        for _, line in zip(range(300), source):
+            out.write(line)
+    return path
+
+
+def seed_abstracts() -> list[str]:
+    import re
+
+    return re.split(r"\n\s*\n", SEED_FILE.read_text(encoding="utf-8").strip())[1:]
+
+
+def write_jsonl(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    return path

@@ -1,0 +1,114 @@
+"""From a question to a cited answer over the real seed index, with the extractive answerer."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import SEED_FILE
+
+from rag.citations import CitationChecker
+from rag.errors import InputError
+from rag.papers import load_papers
+from rag.results import Source
+from rag.retrieval import Filters
+
+PAPERS = {paper.paper_id: paper for paper in load_papers([SEED_FILE])}
+
+
+def seed_id(phrase: str) -> str:
+    [paper_id] = [pid for pid, paper in PAPERS.items() if phrase in paper.abstract]
+    return paper_id
+
+
+def test_rxnflow_question_is_answered_with_a_citation_of_its_abstract(seeded):
+    answer = seeded.answer("How many reaction templates does RxnFlow use?")
+    assert not answer.refused and answer.fallback is None
+    assert answer.sources[0].paper_id == seed_id("RxnFlow")
+    assert seed_id("RxnFlow") in answer.cited
+    assert "[1]" in answer.text
+    assert any(check.supported and 1 in check.cited for check in answer.checks)
+
+
+def test_sources_are_papers_ranked_once_each(seeded):
+    sources = seeded.retrieve("diffusion models", k=5)
+    assert len(sources) == 5
+    assert len({source.paper_id for source in sources}) == 5
+    assert [source.score for source in sources] == sorted((s.score for s in sources), reverse=True)
+    for source in sources:
+        for span in source.metadata["passages"]:
+            assert span["end"] > span["start"]
+
+
+def test_an_unanswerable_question_is_refused_naming_the_closest_papers(seeded):
+    answer = seeded.answer("What is the capital of Australia?")
+    assert answer.refused
+    assert answer.cited == []
+    assert "don't cover" in answer.text
+    assert answer.sources and answer.sources[0].title in answer.text
+
+
+@pytest.mark.parametrize(
+    "question, message", [("", "empty"), ("  \n\t ", "empty"), ("x" * 1_000_000, "limit is 2,000")]
+)
+def test_bad_questions_are_one_line_input_errors(seeded, question, message):
+    with pytest.raises(InputError, match=message):
+        seeded.answer(question)
+
+
+def test_control_characters_are_dropped_from_the_question(seeded):
+    answer = seeded.answer("Hanabi\x00 agents\x1b that cooperate with unfamiliar partners")
+    assert "\x00" not in answer.question
+    assert answer.sources[0].paper_id == seed_id("Hanabi")
+
+
+def test_a_follow_up_is_rewritten_with_the_conversation_before_retrieval(seeded):
+    history = [("Which paper trains agents to play Hanabi?", "One trains agents for Hanabi [1].")]
+    answer = seeded.answer("What benchmark did they evaluate it on?", history=history)
+    assert "Hanabi" in answer.standalone_question
+    assert answer.sources[0].paper_id == seed_id("Hanabi")
+
+
+def test_a_fresh_index_ingests_the_bundled_seeds_on_first_use(make_service):
+    service = make_service(index="fresh")
+    assert service.index.paper_count() == 0
+    sources = service.retrieve("model inversion attacks")
+    assert service.index.paper_count() == 19
+    assert sources[0].paper_id == seed_id("Model inversion attacks")
+
+
+def test_filters_restrict_retrieval(make_service, full_list_sample):
+    service = make_service()
+    service.ingest([full_list_sample])
+    orals = service.retrieve("language models", k=5, filters=Filters(status=("Oral",)))
+    assert orals and all(source.metadata["status"] == "Oral" for source in orals)
+    coded = service.retrieve("language models", k=5, filters=Filters(has_code=True))
+    assert coded and all(source.metadata["github"] for source in coded)
+    name = orals[0].metadata["authors"].split("; ")[0]
+    by_author = service.retrieve("language models", k=5, filters=Filters(author=name[2:8].lower()))
+    assert by_author and all(name[2:8].lower() in s.metadata["authors"].lower() for s in by_author)
+
+
+class TestCitationChecker:
+    SOURCES = [
+        Source("a", "A", "RxnFlow uses 1.2 million reaction templates. It assembles molecules.", 0.9),
+        Source("b", "B", "Hanabi is a cooperative card game for two to five players.", 0.8),
+    ]
+
+    @pytest.fixture
+    def checker(self, embeddings):
+        return CitationChecker(embeddings, threshold=0.5)
+
+    def test_markers_pointing_at_no_source_are_removed(self, checker):
+        text, checks = checker.check("Hanabi is a cooperative card game [7].", self.SOURCES)
+        assert "[7]" not in text
+        assert text == "Hanabi is a cooperative card game [2]."  # re-attributed to the source that says it
+        assert checks[0].supported and checks[0].cited == (2,)
+
+    def test_an_unsupported_sentence_is_left_uncited(self, checker):
+        text, checks = checker.check("The weather in Paris is mild in spring.", self.SOURCES)
+        assert text == "The weather in Paris is mild in spring."
+        assert not checks[0].supported and checks[0].cited == ()
+
+    def test_a_wrong_citation_is_kept_but_reported_unsupported(self, checker):
+        text, checks = checker.check("RxnFlow uses reaction templates [2].", self.SOURCES)
+        assert text.endswith("[2].")
+        assert not checks[0].supported
