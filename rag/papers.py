@@ -20,6 +20,7 @@ from typing import Any
 
 from rag.errors import InputError
 
+PROPOSAL = re.compile(r"\b(?:we|this (?:paper|work))\s+(?:propose|present|introduce|develop)s?\b", re.IGNORECASE)
 GITHUB_URL = re.compile(r"https?://(?:www\.)?github\.com/[\w.-]+(?:/[\w.-]+)?", re.IGNORECASE)
 
 
@@ -106,9 +107,12 @@ def make_record(path: Path, raw: dict[str, Any]) -> PaperRecord:
 
 
 def _label(abstract: str, words: int = 12) -> str:
-    """A readable stand-in title for an abstract that has none: its opening words."""
-    first = abstract.split()
-    return " ".join(first[:words]) + (" …" if len(first) > words else "")
+    """A readable stand-in title for an abstract that has none: what it proposes, else its opening words."""
+    proposal = PROPOSAL.search(abstract)
+    text = abstract[proposal.start() :] if proposal else abstract
+    first = text.split()
+    label = " ".join(first[:words]) + (" …" if len(first) > words else "")
+    return label[0].upper() + label[1:]
 
 
 def load_seed_text(path: Path, on_problem: Callable[[LoadProblem], None]) -> Iterator[PaperRecord]:

@@ -72,6 +72,14 @@ def full_list_sample(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def sample_service(tmp_path_factory, embeddings, full_list_sample) -> RagService:
+    """One extractive service over the 300-record sample of the full list, shared by read-only tests."""
+    service = RagService(settings_for(tmp_path_factory.mktemp("sample")), embeddings=embeddings)
+    service.ingest([full_list_sample])
+    return service
+
+
 def seed_abstracts() -> list[str]:
     import re
 

@@ -75,9 +75,8 @@ def test_a_fresh_index_ingests_the_bundled_seeds_on_first_use(make_service):
     assert sources[0].paper_id == seed_id("Model inversion attacks")
 
 
-def test_filters_restrict_retrieval(make_service, full_list_sample):
-    service = make_service()
-    service.ingest([full_list_sample])
+def test_filters_restrict_retrieval(sample_service):
+    service = sample_service
     orals = service.retrieve("language models", k=5, filters=Filters(status=("Oral",)))
     assert orals and all(source.metadata["status"] == "Oral" for source in orals)
     coded = service.retrieve("language models", k=5, filters=Filters(has_code=True))

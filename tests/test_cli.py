@@ -24,8 +24,8 @@ def test_ask_on_a_fresh_index_ingests_the_seeds_and_cites_rxnflow(tmp_path):
     result = rag("ask", "How many reaction templates does RxnFlow use?", index=tmp_path / "i")
     assert result.returncode == 0, result.stderr
     assert "[1]" in result.stdout
-    sources = result.stdout.split("Sources:")[1]
-    assert "*[1] In this paper, we propose RxnFlow" in sources or "RxnFlow" in sources.splitlines()[1]
+    first_source = result.stdout.split("Sources:")[1].strip().splitlines()[0]
+    assert first_source.startswith("*[1] We propose RxnFlow")
     again = rag("ingest", index=tmp_path / "i")
     assert again.returncode == 0
     assert again.stdout.startswith("0 added, 0 updated, 19 unchanged")
@@ -72,7 +72,6 @@ def test_help_is_quick():
     started = time.perf_counter()
     result = subprocess.run([sys.executable, "-m", "rag.cli", "--help"], capture_output=True, text=True)
     assert result.returncode == 0 and "ingest" in result.stdout
-    assert "torch" not in sys.modules or True  # the check that matters: help imports no model code
     probe = subprocess.run(
         [
             sys.executable,
@@ -115,10 +114,9 @@ def _wait_for_progress(process, papers: int) -> None:
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT], ids=["kill", "ctrl-c"])
 def test_an_interrupted_ingest_answers_and_the_next_run_completes_it_exactly(
-    tmp_path, full_list_sample, how, make_service
+    tmp_path, full_list_sample, how, sample_service
 ):
-    reference = make_service(index="reference")
-    expected = reference.ingest([full_list_sample])
+    expected = sample_service.stats()
     process = _ingest_process(full_list_sample, tmp_path / "i", batch=25)
     _wait_for_progress(process, 50)
     process.send_signal(how)
@@ -133,5 +131,5 @@ def test_an_interrupted_ingest_answers_and_the_next_run_completes_it_exactly(
     assert asked.returncode == 0, asked.stderr
     done = rag("ingest", str(full_list_sample), "--quiet", index=tmp_path / "i")
     assert done.returncode == 0, done.stderr
-    assert f"index: {expected.papers} papers, {expected.chunks} chunks" in done.stdout
+    assert f"index: {expected['papers']} papers, {expected['chunks']} chunks" in done.stdout
     assert done.stdout.startswith(f"{300 - papers_midway} added")

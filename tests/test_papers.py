@@ -16,7 +16,7 @@ def test_seed_file_gives_19_papers_with_content_ids_and_labels():
     assert len(papers) == 19
     assert len({paper.paper_id for paper in papers}) == 19
     assert all(paper.paper_id.startswith("seed-") for paper in papers)
-    assert papers[1].title.startswith("Diffusion models have seen notable success")  # a readable label
+    assert papers[1].title.startswith("We present _Jump Your Steps_ (JYS)")  # a readable label
     assert papers[0].source == str(SEED_FILE)
 
 
