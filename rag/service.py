@@ -6,9 +6,11 @@ so a command that needs no model loads none; tests pass their own parts to the c
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 
@@ -17,15 +19,17 @@ from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrou
 
 from rag.citations import CitationChecker
 from rag.config import BUNDLED_SEEDS, Settings, load_config
-from rag.errors import InputError, ModelError
+from rag.errors import InputError, ModelError, RagError
 from rag.ingest import IngestReport, ingest_papers
+from rag.locks import SharedExclusiveLock
 from rag.papers import load_papers
 from rag.providers import ExtractiveProvider, Provider, make_provider
 from rag.results import Answer, Source
-from rag.retrieval import Filters, group_by_paper
+from rag.retrieval import Filters, Retriever, refusal_reason
 from rag.store import PaperIndex, collection_name, open_client
 
 CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+log = logging.getLogger(__name__)
 FOLLOW_UP = re.compile(r"\b(it|its|they|their|them|this|that|these|those|the paper|the method)\b", re.IGNORECASE)
 
 
@@ -41,6 +45,11 @@ class RagService:
         provider: Provider | None = None,
     ):
         self.config = load_config(config)
+        # Another process may write to an on-disk index this service reads (see `reading`).
+        self._reopenable = client is None and self.config.vectorstore.mode == "persistent"
+        self._access = SharedExclusiveLock()
+        self._seen_state = None  # the index's LexicalState when opened or last written here
+        self._writing = 0  # ingests in progress in this process
         if embeddings is not None:
             self.embeddings = embeddings
         if client is not None:
@@ -64,7 +73,25 @@ class RagService:
     def index(self) -> PaperIndex:
         store = self.config.vectorstore
         where = f"at {store.path}" if store.mode == "persistent" else f"on {store.host}:{store.port}"
-        return PaperIndex(self.client, collection_name(self.config), self.embeddings, where)
+        index = PaperIndex(self.client, collection_name(self.config), self.embeddings, where)
+        if self._reopenable:
+            self._seen_state = index.lexical_state()
+        return index
+
+    @cached_property
+    def lexical(self):
+        """The BM25 index, beside the vector index (persistent) or in a local cache (Chroma server)."""
+        from rag.lexical import LexicalStore
+
+        store, name = self.config.vectorstore, collection_name(self.config)
+        if store.mode == "persistent":
+            return LexicalStore(self.index, store.path / f"{name}-bm25")
+        server = re.sub(r"[^A-Za-z0-9.-]+", "_", f"{store.host}-{store.port}-{store.tenant}-{store.database}")
+        return LexicalStore(self.index, self.config.retrieval.lexical_cache / server / f"{name}-bm25")
+
+    @cached_property
+    def retriever(self) -> Retriever:
+        return Retriever(self.index, self.lexical, self.embeddings, self.config.retrieval)
 
     @cached_property
     def chunker(self):
@@ -99,7 +126,12 @@ class RagService:
         self, paths: Iterable[str | Path] = (), prune: bool = False, strict: bool = False, progress: bool = False
     ) -> IngestReport:
         """Ingest paper files (default: the bundled seeds). Bad lines are reported, not fatal, unless strict."""
-        paths = list(paths) or [BUNDLED_SEEDS]
+        with self._writes_here():
+            return self._ingest(list(paths), prune, strict, progress)
+
+    def _ingest(self, paths: list[str | Path], prune: bool, strict: bool, progress: bool) -> IngestReport:
+        paths = paths or [BUNDLED_SEEDS]
+        self.index.paper_count()  # reach the store first: if it is down, fail before any progress bar
         report = IngestReport()
         batch = self.config.ingest.batch_size
         records = load_papers(paths, strict=strict, on_problem=report.problems.append)
@@ -121,9 +153,11 @@ class RagService:
             self.ingest(progress=True)
 
     def stats(self) -> dict:
+        with self.reading():
+            papers, chunks = self.index.paper_count(), self.index.chunk_count()
         return {
-            "papers": self.index.paper_count(),
-            "chunks": self.index.chunk_count(),
+            "papers": papers,
+            "chunks": chunks,
             "collection": self.index.name,
             "index": self.index.where,
             "embedding": self.config.embedding.model,
@@ -131,17 +165,71 @@ class RagService:
             "config": self.config.name,
         }
 
+    def model_label(self) -> str:
+        """Which model answers, e.g. 'llamacpp:SmolLM2-135M-Instruct.Q4_1'; loads it if not loaded yet.
+
+        A model that fails to load is named with the reason, and what answers instead.
+        """
+        try:
+            return self.provider.label
+        except RagError as err:
+            instead = "extractive answers instead" if self.config.llm.fallback == "extractive" else "no answers"
+            return f"{self.config.llm.provider} (unavailable: {err}; {instead})"
+
+    def filter_choices(self) -> dict[str, list[str]]:
+        """The statuses and primary areas stored papers have: what retrieval `Filters` can select."""
+        with self.reading():
+            return self.index.distinct_values(("status", "primary_area"))
+
+    # -- an index other processes write to ------------------------------------------------
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Hold the index open for one read; first re-open it if another process wrote to it.
+
+        Chroma's on-disk client loads the vector index (HNSW) once and never re-reads it, so chunks
+        that `rag ingest` writes from another process stay invisible to vector search while counts
+        and `get`s (SQLite) already see them (chroma-core/chroma#3792). Every completed ingest batch
+        stamps the papers collection with a new revision, so one cheap look-up tells whether
+        someone else wrote since this client was opened; if so, it is closed and opened again.
+        """
+        if self._reopenable and not self._writing and "index" in self.__dict__:
+            if self.index.lexical_state() != self._seen_state:
+                self._reopen()
+        with self._access.shared():
+            yield
+
+    def _reopen(self) -> None:
+        with self._access.exclusive():  # waits for the questions in flight on the old client
+            if self._writing or self.index.lexical_state() == self._seen_state:
+                return  # written here after all, or another question re-opened it meanwhile
+            old = self.client
+            for part in ("retriever", "lexical", "index", "client"):
+                self.__dict__.pop(part, None)
+            old.close()  # the last user of its on-disk index in this process: frees what it loaded
+            log.info("the index at %s changed on disk; re-opened it", self.config.vectorstore.path)
+            self.index  # noqa: B018 - opens the new client and records the state it sees
+
+    @contextmanager
+    def _writes_here(self) -> Iterator[None]:
+        """An ingest by this service: its own writes need no re-open, and nothing closes the client under it."""
+        with self._access.shared():
+            self._writing += 1
+            try:
+                yield
+            finally:
+                self._writing -= 1
+                if self._reopenable:
+                    self._seen_state = self.index.lexical_state()
+
     # -- questions --------------------------------------------------------------------------
 
     def retrieve(self, question: str, k: int | None = None, filters: Filters | None = None) -> list[Source]:
         """The top-k papers for a question, one Source each, best first."""
         question = self.clean_question(question)
         self.ensure_index()
-        k = k or self.config.retrieval.k
-        filters = filters or Filters()
-        fetch_k = max(self.config.retrieval.fetch_k, 4 * k) * (4 if filters.author else 1)
-        hits = [hit for hit in self.index.search(question, fetch_k, filters.where()) if filters.admits(hit[0].metadata)]
-        return group_by_paper(hits, k, self.config.retrieval.passages_per_paper)
+        with self.reading():
+            return self.retriever.retrieve(question, k or self.config.retrieval.k, filters or Filters())
 
     def answer(self, question: str, **options) -> Answer:
         """A cited answer; see `stream_answer` for the options."""
@@ -157,18 +245,20 @@ class RagService:
     ) -> Iterator[str | Answer]:
         """Yield answer text in pieces as the model writes it, then the final, checked `Answer`."""
         question = self.clean_question(question)
+        model_failures: list[str] = []  # filled by _standalone when the model fails to rewrite
         found = self.retrieval_chain.invoke(
-            {"question": question, "history": history or [], "k": k, "filters": filters}
+            {"question": question, "history": history or [], "k": k, "filters": filters, "failures": model_failures}
         )
         sources, standalone = found["sources"], found["standalone"]
         stamp = {"question": question, "standalone_question": standalone, "config": self.config.name}
-        if not sources or sources[0].score < self.config.retrieval.min_score:
-            yield Answer(
-                text=refusal_text(sources, self.config.retrieval.min_score), sources=sources, refused=True, **stamp
-            )
+        reason = refusal_reason(sources, self.config.retrieval)
+        if reason:
+            yield Answer(text=refusal_text(sources, reason), sources=sources, refused=True, **stamp)
             return
         pieces, fallback = [], None
         try:
+            if model_failures:  # it just failed on the rewrite: don't wait for it a second time
+                raise ModelError(model_failures[0])
             for piece in self.provider.stream(standalone, sources):
                 pieces.append(piece)
                 yield piece
@@ -197,16 +287,15 @@ class RagService:
             return question
         try:
             rewritten = self.provider.rewrite(question, history)
-        except ModelError:
+        except ModelError as err:
+            inputs.get("failures", []).append(str(err))
             rewritten = None
+        # Without a model, or when its rewrite is unusable: the rule, last question + this one.
         return rewritten or f"{history[-1][0]} {question}"
 
 
-def refusal_text(sources: list[Source], threshold: float) -> str:
+def refusal_text(sources: list[Source], reason: str) -> str:
     if not sources:
-        return "The indexed abstracts don't cover this question: the index holds no matching papers."
+        return f"The indexed abstracts don't cover this question: {reason}."
     closest = "; ".join(f"“{source.title}” ({source.paper_id})" for source in sources[:3])
-    return (
-        f"The indexed abstracts don't cover this question (best match {sources[0].score:.2f}, "
-        f"below the {threshold:.2f} threshold). Closest papers: {closest}."
-    )
+    return f"The indexed abstracts don't cover this question ({reason}). Closest papers: {closest}."

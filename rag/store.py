@@ -8,9 +8,13 @@ paper, and the next run redoes it with the same content-derived chunk ids.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import json
 import re
+import time
+import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -20,6 +24,7 @@ from langchain_core.embeddings import Embeddings
 from rag.config import Settings, VectorstoreConfig
 from rag.embeddings import model_label
 from rag.errors import StoreError
+from rag.lexical import LexicalState
 from rag.papers import PaperRecord
 
 INDEX_VERSION = 1  # bump when the stored layout changes, so old indexes are never misread
@@ -52,7 +57,7 @@ def open_client(config: VectorstoreConfig):
         except (OSError, ValueError) as err:
             raise StoreError(f"cannot open the index at {config.path}: {err}") from None
     try:
-        return chromadb.HttpClient(
+        client = chromadb.HttpClient(
             host=config.host,
             port=config.port,
             ssl=config.ssl,
@@ -63,6 +68,46 @@ def open_client(config: VectorstoreConfig):
         )
     except Exception as err:  # chromadb raises bare Exception/ValueError subclasses for connection failures
         raise StoreError(f"cannot reach the Chroma server at {config.host}:{config.port}: {_first_line(err)}") from None
+    return ServerCalls(client, f"{config.host}:{config.port}", config.retries)
+
+
+class ServerCalls:
+    """A Chroma client (or collection) whose every call to a server retries lost connections, then
+    raises a StoreError naming the server. Every call we make is idempotent (get, count, query,
+    upsert, delete, modify), so repeating one is safe; the collections it returns are wrapped too,
+    which covers the calls langchain-chroma makes for us.
+    """
+
+    def __init__(self, target, server: str, retries: int):
+        self._target, self._server, self._retries = target, server, retries
+
+    def __getattr__(self, name: str):
+        attribute = getattr(self._target, name)
+        if name.startswith("_") or not inspect.ismethod(attribute):
+            return attribute
+        return functools.partial(self._call, attribute)
+
+    def _call(self, method, *args, **kwargs):
+        import httpx
+        from chromadb.api.models.Collection import Collection
+        from chromadb.errors import AuthorizationError, ChromaAuthError
+
+        attempt = 0
+        while True:
+            try:
+                result = method(*args, **kwargs)
+            except httpx.TransportError as err:
+                if attempt >= self._retries:
+                    raise StoreError(
+                        f"lost the Chroma server at {self._server}: {_first_line(err)} ({attempt + 1} tries); "
+                        "try again when it is back, nothing stored is lost"
+                    ) from None
+                time.sleep(0.5 * 2**attempt)
+                attempt += 1
+            except (ChromaAuthError, AuthorizationError) as err:
+                raise StoreError(f"the Chroma server at {self._server} refused: {_first_line(err)}") from None
+            else:
+                return ServerCalls(result, self._server, self._retries) if isinstance(result, Collection) else result
 
 
 class PaperIndex:
@@ -74,6 +119,7 @@ class PaperIndex:
         self.name = name
         self.where = where
         self.embeddings = embeddings
+        self.client = client
         try:
             self.chunks = Chroma(
                 collection_name=name,
@@ -83,6 +129,8 @@ class PaperIndex:
             )
             # No embedding function: entries here are looked up by id and metadata, never searched.
             self.papers = client.get_or_create_collection(f"{name}-papers", embedding_function=None)
+        except StoreError:
+            raise  # already names the server
         except Exception as err:
             raise StoreError(f"cannot open the index {where}: {_first_line(err)}") from None
 
@@ -120,6 +168,50 @@ class PaperIndex:
             page = self.papers.get(include=["documents", "metadatas"], limit=batch, offset=offset)
             yield from zip(page["ids"], page["documents"], page["metadatas"])
 
+    def distinct_values(self, fields: Iterable[str], batch: int = 5000) -> dict[str, list[str]]:
+        """field -> the sorted non-empty values stored papers have for it (for filter choices)."""
+        values: dict[str, set[str]] = {field: set() for field in fields}
+        for offset in range(0, self.paper_count(), batch):
+            for meta in self.papers.get(include=["metadatas"], limit=batch, offset=offset)["metadatas"]:
+                for field, seen in values.items():
+                    if meta.get(field):
+                        seen.add(str(meta[field]))
+        return {field: sorted(seen) for field, seen in values.items()}
+
+    def lexical_state(self) -> LexicalState:
+        """Paper count and write revision of the papers collection: one cheap read that changes on every write."""
+        # Re-read: a Collection object keeps the metadata it was fetched with, and another process may write.
+        metadata = self.client.get_collection(self.papers.name, embedding_function=None).metadata or {}
+        return LexicalState(self.papers.count(), str(metadata.get("revision", "")))
+
+    def query(self, vector: list[float], n: int, where: dict | None) -> list[tuple[Document, float, list[float]]]:
+        """The n chunks nearest a query vector: (chunk, cosine similarity, chunk vector), nearest first."""
+        found = self.chunks._collection.query(
+            query_embeddings=[vector],
+            n_results=n,
+            where=where or None,
+            include=["documents", "metadatas", "distances", "embeddings"],
+        )
+        return [
+            (Document(id=cid, page_content=doc, metadata=meta), 1.0 - distance, vec)
+            for cid, doc, meta, distance, vec in zip(
+                found["ids"][0], found["documents"][0], found["metadatas"][0], found["distances"][0],
+                found["embeddings"][0],
+            )
+        ]
+
+    def chunks_of(self, paper_ids: list[str]) -> list[tuple[Document, list[float]]]:
+        """Every chunk of these papers with its vector (for papers found by BM25 alone)."""
+        if not paper_ids:
+            return []
+        found = self.chunks._collection.get(
+            where={"paper_id": {"$in": paper_ids}}, include=["documents", "metadatas", "embeddings"]
+        )
+        return [
+            (Document(id=cid, page_content=doc, metadata=meta), vec)
+            for cid, doc, meta, vec in zip(found["ids"], found["documents"], found["metadatas"], found["embeddings"])
+        ]
+
     def search(self, question: str, fetch_k: int, where: dict | None) -> list[tuple[Document, float]]:
         """Chunks nearest the question with cosine similarity (1 is identical)."""
         hits = self.chunks.similarity_search_with_score(question, k=fetch_k, filter=where or None)
@@ -151,13 +243,21 @@ class PaperIndex:
             metadatas=[{**paper.metadata(), "chunks": chunk_counts[paper.paper_id]} for paper in papers],
             embeddings=[[1.0] for _ in papers],  # a placeholder: this collection is never searched by vector
         )
+        self._new_revision()
 
     def remove_papers(self, paper_ids: list[str]) -> int:
         """Delete papers and all their chunks; returns the number of chunks removed."""
         removed = self.remove_stale_chunks(paper_ids, keep=set())
         for part in _batched(paper_ids, DELETE_BATCH):
             self.papers.delete(ids=part)
+        if paper_ids:
+            self._new_revision()
         return removed
+
+    def _new_revision(self) -> None:
+        # Stamped after every write to the papers collection: derived indexes (BM25) compare it with
+        # the revision they were built from, even when the writer was another process.
+        self.papers.modify(metadata={"revision": uuid.uuid4().hex})
 
 
 def _batched(items: list, size: int) -> Iterable[list]:

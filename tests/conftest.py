@@ -61,6 +61,34 @@ def seeded(tmp_path_factory, embeddings) -> RagService:
 
 
 @pytest.fixture(scope="session")
+def llama_server(tmp_path_factory):
+    """llama.cpp's own OpenAI-compatible server (`python -m llama_cpp.server`) serving the bundled
+    GGUF on a free loopback port; started once, always stopped."""
+    from servers import LlamaServer
+
+    from rag.providers import bundled_gguf
+
+    with LlamaServer(bundled_gguf(), tmp_path_factory.mktemp("llama-server") / "server.log") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory):
+    """A real Chroma server on loopback: the one at $RAG_TEST_CHROMA_PORT (.ci/run may start it), else
+    `chroma run` on a free port, started once and always stopped. Yields (host, port)."""
+    import os
+
+    from chroma_server import HOST, ChromaServer
+
+    if os.environ.get("RAG_TEST_CHROMA_PORT"):
+        yield HOST, int(os.environ["RAG_TEST_CHROMA_PORT"])
+        return
+    folder = tmp_path_factory.mktemp("chroma-server")
+    with ChromaServer(folder / "data", folder / "server.log") as server:
+        yield HOST, server.port
+
+
+@pytest.fixture(scope="session")
 def full_list_sample(tmp_path_factory) -> Path:
     """The first 300 records of the real ICLR 2025 list, as a JSONL file."""
     if not FULL_LIST.exists():

@@ -1,0 +1,92 @@
+"""Retrieval latency over an index, per question, as wall-clock and as this process's CPU time.
+
+    RAG_VECTORSTORE__PATH=/tmp/rag-eval/ours python benchmarks/retrieval_latency.py [--mode hybrid] [--repeat 3]
+
+Wall-clock time is what a user waits; on a shared machine it includes time spent waiting for a
+core, so the CPU time of the process is printed beside it (with one thread, `--threads 1`, the
+two match on an idle machine). Also printed: the cost of the per-question freshness check of
+the BM25 index, and of rebuilding it from the papers collection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def percentile(values: list[float], percent: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, round(len(ordered) * percent / 100 + 0.5) - 1))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--questions", type=Path, default=ROOT / "tests" / "eval" / "full_questions.jsonl")
+    parser.add_argument("--config", default="extractive")
+    parser.add_argument("--mode", default=None, help="override retrieval.mode")
+    parser.add_argument("-k", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=1, help="passes over the questions")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    args = parser.parse_args()
+
+    import torch
+
+    from rag.config import load_config
+    from rag.evaluate import load_questions
+    from rag.retrieval import Filters
+    from rag.service import RagService
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    config = load_config(args.config)
+    if args.mode:
+        config = config.model_copy(update={"retrieval": config.retrieval.model_copy(update={"mode": args.mode})})
+    service = RagService(config)
+    questions = [q.question for q in load_questions(args.questions)]
+    service.retrieve("warm-up question about diffusion models", args.k, Filters())
+
+    started = time.perf_counter()
+    service.lexical.mark_stale()
+    (service.lexical.folder / "current.json").unlink(missing_ok=True)
+    service.lexical.current()
+    rebuild = time.perf_counter() - started
+    checks = []
+    for _ in range(200):
+        started = time.perf_counter()
+        service.lexical.current()
+        checks.append((time.perf_counter() - started) * 1000)
+    embed_wall = []
+    for question in questions[:50]:
+        started = time.perf_counter()
+        service.embeddings.embed_query(question)
+        embed_wall.append((time.perf_counter() - started) * 1000)
+
+    wall, cpu = [], []
+    for _ in range(args.repeat):
+        for question in questions:
+            started, started_cpu = time.perf_counter(), time.process_time()
+            service.retrieve(question, args.k, Filters())
+            wall.append((time.perf_counter() - started) * 1000)
+            cpu.append((time.process_time() - started_cpu) * 1000)
+    print(
+        f"{len(wall)} retrievals, mode {config.retrieval.mode}, k={args.k}, "
+        f"{service.index.paper_count():,} papers, torch threads {torch.get_num_threads()}"
+    )
+    print(f"wall ms: p50 {statistics.median(wall):.1f}  p95 {percentile(wall, 95):.1f}  max {max(wall):.1f}")
+    print(f"CPU ms:  p50 {statistics.median(cpu):.1f}  p95 {percentile(cpu, 95):.1f}")
+    print(f"question embedding alone, wall ms: p50 {statistics.median(embed_wall):.1f}")
+    print(f"BM25 freshness check per question: p50 {statistics.median(checks):.2f} ms")
+    print(f"BM25 rebuild from the papers collection: {rebuild:.1f} s")
+    print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,275 @@
+"""Measure retrieval (and optionally answers) against a question set with known gold papers.
+
+A question set is JSON Lines: `{"question": ..., "gold": [paper_id, ...], "split": "dev"|"test",
+"kind": ...}`; an empty gold list means the abstracts cannot answer it and the system should
+refuse. Over answerable questions: hit@1, recall@k (share of the gold papers in the top k), MRR
+(over the top k); over unanswerable ones: the share refused; over answerable ones: the share
+wrongly refused; with answers: citation precision (cited papers that are gold). Retrieval is
+timed per question; percentiles are reported.
+
+Any ranking system can be measured: something with `name` and `search(question, k)` returning
+an `Outcome`. `ServiceSystem` wraps a `RagService`; benchmarks/ adds the baselines.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from rag.errors import InputError
+
+if TYPE_CHECKING:
+    from rag.service import RagService
+
+SPLITS = ("dev", "test", "all")
+
+
+@dataclass(frozen=True)
+class Question:
+    question: str
+    gold: tuple[str, ...]
+    split: str = ""
+    kind: str = ""
+
+    @property
+    def answerable(self) -> bool:
+        return bool(self.gold)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a system did with one question: papers best first, whether it refused, and what it cited."""
+
+    ranked: list[str]
+    refused: bool | None = None  # None: the system has no refusal rule
+    cited: list[str] | None = None  # None: no answer was generated
+    answer_ms: float | None = None
+
+
+class System(Protocol):
+    name: str
+
+    def search(self, question: str, k: int) -> Outcome: ...
+
+
+@dataclass
+class Row:
+    """One question's result, for the JSON report and for finding misses."""
+
+    question: str
+    gold: list[str]
+    kind: str
+    split: str
+    ranked: list[str]
+    refused: bool | None
+    retrieval_ms: float
+    cited: list[str] | None = None
+    answer_ms: float | None = None
+
+    def rank(self) -> int | None:
+        """1-based rank of the first gold paper, or None when none is in the list."""
+        return next((i for i, pid in enumerate(self.ranked, start=1) if pid in self.gold), None)
+
+
+@dataclass
+class Report:
+    """Metrics of one system over one question set."""
+
+    system: str
+    questions: str
+    split: str
+    k: int
+    rows: list[Row] = field(default_factory=list)
+    missing_gold: list[str] = field(default_factory=list)
+
+    def metrics(self) -> dict[str, float | int | None]:
+        answerable = [row for row in self.rows if row.gold]
+        unanswerable = [row for row in self.rows if not row.gold]
+        ranks = [row.rank() for row in answerable]
+        recall = [len(set(row.ranked[: self.k]) & set(row.gold)) / len(row.gold) for row in answerable]
+        times = sorted(row.retrieval_ms for row in self.rows)
+        refusals = [row.refused for row in self.rows if row.refused is not None]
+        answered = [row for row in answerable if row.cited and not row.refused]
+        answer_times = sorted(row.answer_ms for row in self.rows if row.answer_ms is not None)
+        return {
+            "questions": len(self.rows),
+            "answerable": len(answerable),
+            "unanswerable": len(unanswerable),
+            "hit@1": _mean([rank == 1 for rank in ranks]),
+            f"recall@{self.k}": _mean(recall),
+            "mrr": _mean([1 / rank if rank else 0.0 for rank in ranks]),
+            "refused_unanswerable": _mean([row.refused for row in unanswerable]) if refusals else None,
+            "false_refusals": _mean([row.refused for row in answerable]) if refusals else None,
+            "citation_precision": _mean([len(set(row.cited) & set(row.gold)) / len(row.cited) for row in answered])
+            if any(row.cited is not None for row in self.rows)
+            else None,
+            "answers_with_citations": len(answered),
+            "retrieval_ms_p50": _percentile(times, 50),
+            "retrieval_ms_p95": _percentile(times, 95),
+            "answer_ms_p50": _percentile(answer_times, 50),
+            "answer_ms_p95": _percentile(answer_times, 95),
+        }
+
+    def misses(self) -> list[Row]:
+        """Answerable questions whose first gold paper is not ranked first, and wrong refusal calls."""
+        return [
+            row
+            for row in self.rows
+            if (row.gold and (row.rank() != 1 or row.refused)) or (not row.gold and row.refused is False)
+        ]
+
+    def subset(self, split: str) -> Report:
+        """The same report restricted to one split ('all' keeps every row)."""
+        rows = self.rows if split == "all" else [row for row in self.rows if row.split == split]
+        return Report(self.system, self.questions, split, self.k, rows, self.missing_gold)
+
+    def to_dict(self) -> dict:
+        return {
+            "system": self.system,
+            "questions": self.questions,
+            "split": self.split,
+            "k": self.k,
+            "metrics": self.metrics(),
+            "missing_gold": self.missing_gold,
+            "rows": [{**asdict(row), "rank": row.rank()} for row in self.rows],
+        }
+
+
+def load_questions(path: str | Path, split: str = "all") -> list[Question]:
+    """The questions of one split ('dev', 'test' or 'all'); a malformed line is an InputError."""
+    if split not in SPLITS:
+        raise InputError(f"unknown split '{split}'; valid: {', '.join(SPLITS)}")
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"cannot read questions from {path}: {err}") from None
+    questions = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+            question = Question(
+                str(raw["question"]), tuple(raw.get("gold") or ()), raw.get("split", ""), raw.get("kind", "")
+            )
+        except (ValueError, KeyError, TypeError) as err:
+            raise InputError(f"{path}:{number}: not a question line ({type(err).__name__}: {err})") from None
+        if not question.question.strip():
+            raise InputError(f"{path}:{number}: the question is empty")
+        if split == "all" or question.split == split:
+            questions.append(question)
+    if not questions:
+        raise InputError(f"{path} holds no questions" + ("" if split == "all" else f" in the '{split}' split"))
+    return questions
+
+
+def evaluate(
+    system: System,
+    questions: Sequence[Question],
+    k: int,
+    label: str = "",
+    split: str = "all",
+    on_progress: Callable[[int], None] | None = None,
+) -> Report:
+    """Run every question through `system` and collect the rows of a `Report`."""
+    report = Report(system.name, label, split, k)
+    for question in questions:
+        started = time.perf_counter()
+        outcome = system.search(question.question, k)
+        elapsed = (time.perf_counter() - started) * 1000 - (outcome.answer_ms or 0.0)
+        report.rows.append(
+            Row(
+                question.question,
+                list(question.gold),
+                question.kind,
+                question.split,
+                outcome.ranked[:k],
+                outcome.refused,
+                round(elapsed, 2),
+                outcome.cited,
+                outcome.answer_ms,
+            )
+        )
+        if on_progress:
+            on_progress(1)
+    return report
+
+
+class ServiceSystem:
+    """Our retrieval as configured; with `answers`, each question is also answered and citations kept."""
+
+    def __init__(self, service: RagService, answers: bool = False, name: str | None = None):
+        from rag.retrieval import Filters, refusal_reason
+
+        self.service = service
+        self.answers = answers
+        self.name = name or f"ours ({service.config.retrieval.mode})"
+        self._filters = Filters()
+        self._refusal = refusal_reason
+
+    def search(self, question: str, k: int) -> Outcome:
+        sources = self.service.retrieve(question, k, self._filters)
+        refused = self._refusal(sources, self.service.config.retrieval) is not None
+        ranked = [source.paper_id for source in sources]
+        if not self.answers:
+            return Outcome(ranked, refused)
+        started = time.perf_counter()
+        answer = self.service.answer(question, k=k)
+        return Outcome(ranked, answer.refused, answer.cited, round((time.perf_counter() - started) * 1000, 1))
+
+    def missing(self, questions: Iterable[Question]) -> list[str]:
+        """Gold papers the index does not hold: an index without them can't be measured."""
+        self.service.ensure_index()
+        gold = sorted({pid for question in questions for pid in question.gold})
+        present = self.service.index.stored_hashes(gold)
+        return [pid for pid in gold if pid not in present]
+
+
+def metrics_table(reports: list[Report]) -> str:
+    """The metrics of one or more systems side by side, for people."""
+    metrics = [report.metrics() for report in reports]
+    k = reports[0].k
+    lines = [
+        ("hit@1", "hit@1", "{:.3f}"),
+        (f"recall@{k}", f"recall@{k}", "{:.3f}"),
+        (f"MRR@{k}", "mrr", "{:.3f}"),
+        ("unanswerable refused", "refused_unanswerable", "{:.3f}"),
+        ("false refusals", "false_refusals", "{:.3f}"),
+        ("citation precision", "citation_precision", "{:.3f}"),
+        ("retrieval ms p50", "retrieval_ms_p50", "{:.1f}"),
+        ("retrieval ms p95", "retrieval_ms_p95", "{:.1f}"),
+        ("answer ms p50", "answer_ms_p50", "{:.0f}"),
+        ("answer ms p95", "answer_ms_p95", "{:.0f}"),
+    ]
+    first = metrics[0]
+    header = (
+        f"{reports[0].questions} (split {reports[0].split}): {first['questions']} questions, "
+        f"{first['answerable']} answerable, {first['unanswerable']} unanswerable; k={k}"
+    )
+    width = max(len(label) for label, _, _ in lines) + 2
+    columns = [max(len(report.system), 8) + 2 for report in reports]
+    out = [header, "metric".ljust(width) + "".join(r.system.rjust(w) for r, w in zip(reports, columns))]
+    for label, key, form in lines:
+        values = [m.get(key) for m in metrics]
+        if all(value is None for value in values):
+            continue
+        cells = ["—" if value is None else form.format(value) for value in values]
+        out.append(label.ljust(width) + "".join(cell.rjust(w) for cell, w in zip(cells, columns)))
+    return "\n".join(out)
+
+
+def _mean(values: Sequence[float | bool]) -> float | None:
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def _percentile(sorted_values: Sequence[float], percent: float) -> float | None:
+    """Nearest-rank percentile."""
+    if not sorted_values:
+        return None
+    rank = max(1, -(-len(sorted_values) * percent // 100))
+    return round(sorted_values[int(rank) - 1], 2)

@@ -1,0 +1,294 @@
+"""BM25 over paper titles and abstracts, kept in step with the papers collection.
+
+The papers collection in Chroma is the source of truth; the BM25 index is derived from it and
+persisted in a folder beside the vector index (or in a local cache for a Chroma server). Every
+write to the papers collection stamps it with a new revision (see `PaperIndex.lexical_state`), so
+one cheap look-up per query — paper count and revision — tells whether the index in memory or on
+disk still describes the collection. When it does not, it is rebuilt from the collection (a few
+seconds for the full ICLR list). That also picks up an ingest done by another process.
+
+On disk each build is a folder of its own; `current.json` names the build in use and is replaced
+atomically after the build is complete, so a reader never sees a half-written index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import threading
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rag.errors import StoreError
+
+if TYPE_CHECKING:
+    from rag.retrieval import Filters
+    from rag.store import PaperIndex
+
+LEXICAL_VERSION = 3  # bump when the tokenizer or the files change, so old builds are rebuilt
+# Letters and digits only: "_Jump Your Steps_" (Markdown emphasis in abstracts) must give "jump".
+TOKEN = re.compile(r"[^\W_]{2,}")
+# Lucene's English stop words (bm25s' list) plus the words every question and abstract is made of:
+# matching "which" or "propose" says nothing about which paper is meant.
+STOPWORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their then there these "
+    "they this to was will with what which how why when where who whom whose does do did can could would should "
+    "may might must has have had been being we our us you your i me my its from than so also any some all each "
+    "other more most about over under between within without via using use used uses based paper papers work "
+    "study studies approach approaches method methods propose proposed proposes present presents introduce "
+    "introduced introduces show shows shown new novel existing way ways one two both e g eg ie etc like well "
+    "there here those them he she his her only whether while per kind kinds type types try tries tried trying "
+    "make makes made help helps get gets able need needs exist exists specific particular certain various".split()
+)
+
+
+@dataclass(frozen=True)
+class LexicalState:
+    """What the papers collection holds now, in two cheap numbers: paper count and write revision."""
+
+    count: int
+    revision: str
+
+
+class Bm25Index:
+    """BM25 over "title + abstract" of each paper, with the metadata the retrieval filters need."""
+
+    def __init__(self, bm25, ids: list[str], fields: dict[str, list], state: LexicalState, fingerprint: str):
+        self.bm25 = bm25
+        self.ids = ids
+        self.row_of = {paper_id: row for row, paper_id in enumerate(ids)}
+        self.state = state
+        self.fingerprint = fingerprint
+        self.fields = fields
+        self.status = np.asarray(fields["status"], dtype=object)
+        self.area = np.asarray(fields["primary_area"], dtype=object)
+        self.has_code = np.asarray(fields["has_code"], dtype=bool)
+        self.authors = [authors.lower() for authors in fields["authors"]]
+        self.hash_of = dict(zip(ids, fields["content_hash"]))
+        self._masks: dict[Filters, np.ndarray] = {}
+
+    # -- building and files -----------------------------------------------------------------
+
+    @classmethod
+    def build(cls, papers: Iterable[tuple[str, str, dict[str, Any]]], state: LexicalState) -> Bm25Index:
+        """Index (paper_id, abstract, metadata) triples, as `PaperIndex.iter_papers` yields them."""
+        import bm25s
+
+        ids, hashes, corpus = [], [], []
+        fields: dict[str, list] = {"status": [], "primary_area": [], "authors": [], "has_code": []}
+        fields["content_hash"] = hashes
+        for paper_id, abstract, metadata in papers:
+            ids.append(paper_id)
+            hashes.append(metadata.get("content_hash", ""))
+            corpus.append(terms(f"{metadata.get('title', '')}\n{abstract}"))
+            fields["status"].append(metadata.get("status", ""))
+            fields["primary_area"].append(metadata.get("primary_area", ""))
+            fields["authors"].append(metadata.get("authors", ""))
+            fields["has_code"].append(bool(metadata.get("has_code", False)))
+        bm25 = bm25s.BM25()
+        if ids:
+            bm25.index(corpus, show_progress=False)
+        return cls(bm25, ids, fields, state, fingerprint(ids, hashes))
+
+    def save(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        if self.ids:
+            self.bm25.save(str(folder), show_progress=False)
+        (folder / "papers.json").write_text(json.dumps({"ids": self.ids, **self.fields}), encoding="utf-8")
+        manifest = {
+            "version": LEXICAL_VERSION,
+            "count": self.state.count,
+            "revision": self.state.revision,
+            "papers": len(self.ids),
+            "fingerprint": self.fingerprint,
+        }
+        # Written last: a build folder without its manifest is unfinished and never read.
+        _write_atomically(folder / "manifest.json", json.dumps(manifest))
+
+    @classmethod
+    def load(cls, folder: Path) -> Bm25Index | None:
+        """The build in `folder`, or None when it is missing, unfinished, or from another version."""
+        import bm25s
+
+        try:
+            manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+            if manifest.get("version") != LEXICAL_VERSION:
+                return None
+            papers = json.loads((folder / "papers.json").read_text(encoding="utf-8"))
+            bm25 = bm25s.BM25.load(str(folder), show_progress=False) if manifest["papers"] else bm25s.BM25()
+        except (OSError, ValueError, KeyError):
+            return None  # a build removed or replaced under us: the caller rebuilds
+        ids = papers.pop("ids")
+        if len(ids) != manifest["papers"] or (ids and bm25.scores["num_docs"] != len(ids)):
+            return None
+        state = LexicalState(manifest["count"], manifest["revision"])
+        return cls(bm25, ids, papers, state, manifest["fingerprint"])
+
+    # -- questions --------------------------------------------------------------------------
+
+    def search(self, question: str, n: int, filters: Filters | None = None) -> list[tuple[str, float]]:
+        """Up to n (paper_id, BM25 score) pairs, best first; papers sharing no term are left out."""
+        query = terms(question)
+        if not query or not self.ids:
+            return []
+        scores = self.bm25.get_scores(query)
+        if filters is not None and not filters.empty:
+            scores = scores * self.mask(filters)
+        n = min(n, len(self.ids))
+        top = np.argpartition(-scores, n - 1)[:n]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(self.ids[row], float(scores[row])) for row in top if scores[row] > 0]
+
+    def holds(self, chunk_metadata: dict[str, Any]) -> bool:
+        """Whether a chunk belongs to a complete paper, in the version this index holds.
+
+        Ingest writes a paper's chunks before marking it complete (and a changed paper's new chunks
+        before removing its old ones), so a reader may meet chunks of a paper in between: they are
+        left out until the paper is complete, and then only its current version's are used.
+        """
+        return self.hash_of.get(chunk_metadata.get("paper_id")) == chunk_metadata.get("content_hash")
+
+    def coverage(self, question: str, paper_ids: list[str]) -> dict[str, float]:
+        """IDF-weighted share of the question's content terms found in each paper's title or abstract.
+
+        Missing a rare, telling word ("membership", "protein") counts for much more than missing a
+        common one ("model"); a term that no paper holds gets the highest weight.
+        """
+        query = sorted(set(terms(question)))
+        rows = {paper_id: self.row_of[paper_id] for paper_id in paper_ids if paper_id in self.row_of}
+        if not query or not rows:
+            return dict.fromkeys(rows, 0.0)
+        vocab = self.bm25.vocab_dict
+        indices, indptr = self.bm25.scores["indices"], self.bm25.scores["indptr"]
+        total, found = 0.0, dict.fromkeys(rows, 0.0)
+        for term in query:
+            column = vocab.get(term)
+            docs = indices[indptr[column] : indptr[column + 1]] if column is not None else indices[:0]
+            weight = idf(len(self.ids), len(docs))
+            total += weight
+            holding = set(docs.tolist())
+            for paper_id, row in rows.items():
+                if row in holding:
+                    found[paper_id] += weight
+        return {paper_id: weight / total for paper_id, weight in found.items()}
+
+    def mask(self, filters: Filters) -> np.ndarray:
+        """1.0 for papers the filters admit, 0.0 for the rest (cached per filter)."""
+        mask = self._masks.get(filters)
+        if mask is None:
+            keep = np.ones(len(self.ids), dtype=bool)
+            if filters.status:
+                keep &= np.isin(self.status, list(filters.status))
+            if filters.primary_area:
+                keep &= np.isin(self.area, list(filters.primary_area))
+            if filters.has_code is not None:
+                keep &= self.has_code == filters.has_code
+            if filters.author:
+                needle = filters.author.lower()
+                keep &= np.fromiter((needle in authors for authors in self.authors), bool, len(self.ids))
+            mask = keep.astype(np.float32)
+            if len(self._masks) > 64:
+                self._masks.clear()
+            self._masks[filters] = mask
+        return mask
+
+
+class LexicalStore:
+    """The BM25 index of one `PaperIndex`, loaded from `folder` or rebuilt when the collection moved on."""
+
+    def __init__(self, index: PaperIndex, folder: Path):
+        self.index = index
+        self.folder = Path(folder)
+        self._loaded: Bm25Index | None = None
+        self._lock = threading.Lock()  # one rebuild at a time when the UI serves several questions
+        self.rebuilds = 0
+
+    def current(self) -> Bm25Index:
+        """The index for what the collection holds now; loads or rebuilds only when that changed."""
+        state = self.index.lexical_state()
+        loaded = self._loaded
+        if loaded is not None and loaded.state == state:
+            return loaded
+        with self._lock:
+            if self._loaded is not None and self._loaded.state == state:
+                return self._loaded
+            on_disk = self._load_current()
+            self._loaded = on_disk if on_disk is not None and on_disk.state == state else self._rebuild(state)
+            return self._loaded
+
+    def mark_stale(self) -> None:
+        """Forget the index in memory; the next question checks the collection again."""
+        self._loaded = None
+
+    def _load_current(self) -> Bm25Index | None:
+        try:
+            build = json.loads((self.folder / "current.json").read_text(encoding="utf-8"))["build"]
+        except (OSError, ValueError, KeyError):
+            return None
+        return Bm25Index.load(self.folder / build)
+
+    def _rebuild(self, state: LexicalState) -> Bm25Index:
+        # The state is read before the papers: if an ingest writes meanwhile, the build is labelled
+        # with the older state and the next question rebuilds again; it is never taken as newer.
+        built = Bm25Index.build(self.index.iter_papers(), state)
+        build = f"build-{uuid.uuid4().hex[:12]}"
+        try:
+            built.save(self.folder / build)
+            _write_atomically(self.folder / "current.json", json.dumps({"build": build}))
+        except OSError as err:
+            raise StoreError(f"cannot write the BM25 index in {self.folder}: {err}") from None
+        self.rebuilds += 1
+        self._remove_old_builds(keep=build)
+        return built
+
+    def _remove_old_builds(self, keep: str) -> None:
+        for old in self.folder.glob("build-*"):
+            if old.name != keep:
+                # Another process may be reading it or removing it too; a leftover folder is harmless.
+                shutil.rmtree(old, ignore_errors=True)
+
+
+def terms(text: str) -> list[str]:
+    """Lower-cased, stemmed word tokens without stop words: what BM25 and coverage compare."""
+    return _stem([token for token in TOKEN.findall(text.lower()) if token not in STOPWORDS])
+
+
+def idf(papers: int, holding: int) -> float:
+    """BM25's inverse document frequency (the Lucene form, never negative)."""
+    return math.log(1 + (papers - holding + 0.5) / (holding + 0.5))
+
+
+def fingerprint(ids: list[str], hashes: list[str]) -> str:
+    """A digest of which papers with which abstracts an index was built from."""
+    digest = hashlib.sha256()
+    for paper_id, content_hash in sorted(zip(ids, hashes)):
+        digest.update(f"{paper_id}\0{content_hash}\n".encode())
+    return f"{len(ids)}-{digest.hexdigest()[:16]}"
+
+
+_stemmers = threading.local()  # PyStemmer objects are not safe to share between threads
+
+
+def _stem(tokens: list[str]) -> list[str]:
+    stemmer = getattr(_stemmers, "english", None)
+    if stemmer is None:
+        import Stemmer
+
+        stemmer = _stemmers.english = Stemmer.Stemmer("english")
+    return stemmer.stemWords(tokens)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)

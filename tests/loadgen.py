@@ -1,0 +1,327 @@
+"""Many people at once against a running chat app: `gradio_client` users, and the check of every answer.
+
+Shared by tests/test_load.py (the short form CI runs) and benchmarks/load.py (the long form). Each
+simulated user is its own `gradio_client.Client` (its own Gradio session) holding its own
+conversation: it sends its earlier question/answer pairs as `history` with every question.
+
+What an answer should be is measured, not written down: each question is first asked alone through
+a `RagService` over the same index (`expectations`), and only questions whose top source there is
+their gold paper (tests/eval/seed_questions.jsonl) are used. Under load, every answer must then
+carry exactly the sources its own question retrieves alone and cite only among them; an answer
+holding another conversation's papers cannot pass.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED_QUESTIONS = ROOT / "tests" / "eval" / "seed_questions.jsonl"
+HOST = "127.0.0.1"
+FOLLOW_UP = "What results does it report?"
+MARKER_NUMBERS = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
+
+
+@dataclass(frozen=True)
+class Expected:
+    """A question and what it retrieves when asked alone: its gold paper first, then these sources;
+    and what `FOLLOW_UP` retrieves when asked right after it (None when not measured)."""
+
+    question: str
+    gold: str
+    sources: tuple[str, ...]
+    follow_up: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One question of one simulated user. A follow-up (`FOLLOW_UP`) is about the user's previous turn."""
+
+    client: int
+    number: int
+    question: str
+    expected: Expected
+    follow_up: bool = False
+
+
+@dataclass
+class Result:
+    turn: Turn
+    started: float
+    seconds: float
+    payload: dict | None = None
+    error: str | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+def seed_questions(path: Path = SEED_QUESTIONS) -> list[dict]:
+    """Answerable single-paper seed questions that are not follow-ups themselves (no 'it', 'this', ...)."""
+    from rag.service import FOLLOW_UP as FOLLOW_UP_WORDS
+
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [row for row in rows if len(row["gold"]) == 1 and not FOLLOW_UP_WORDS.search(row["question"])]
+
+
+def expectations(service, rows: list[dict], follow_ups: bool = False) -> list[Expected]:
+    """Each question asked alone through `service`; those answered with their gold paper as top source.
+
+    With `follow_ups`, `FOLLOW_UP` is asked after each, and only questions whose follow-up is answered
+    from the same gold paper are kept. Measure follow-ups with a service that rewrites them by rule
+    (extractive): a language model's rewrite depends on its earlier answer's wording.
+    """
+    found = []
+    for row in rows:
+        gold = row["gold"][0]
+        answer = service.answer(row["question"])
+        if answer.refused or not answer.sources or answer.sources[0].paper_id != gold:
+            continue
+        after = None
+        if follow_ups:
+            next_answer = service.answer(FOLLOW_UP, history=[(row["question"], answer.text)])
+            if next_answer.refused or next_answer.sources[0].paper_id != gold:
+                continue
+            after = tuple(source.paper_id for source in next_answer.sources)
+        found.append(Expected(row["question"], gold, tuple(source.paper_id for source in answer.sources), after))
+    return found
+
+
+def plan(pool: list[Expected], clients: int, questions: int, follow_ups: bool = False) -> list[list[Turn]]:
+    """`questions` turns for each of `clients` users. Users asking at the same time ask about different
+    papers where the pool allows (so a mix-up shows); with `follow_ups`, every second turn is a
+    follow-up on the turn before it, which only that user's own history can resolve (the pool must
+    then come from `expectations(..., follow_ups=True)`)."""
+    by_gold: dict[str, list[Expected]] = {}
+    for item in pool:
+        by_gold.setdefault(item.gold, []).append(item)
+    distinct = [items[0] for items in by_gold.values()] + [i for items in by_gold.values() for i in items[1:]]
+    plans = []
+    for client in range(clients):
+        turns: list[Turn] = []
+        for number in range(questions):
+            if follow_ups and number % 2 == 1:
+                before = turns[-1].expected
+                turns.append(Turn(client, number, FOLLOW_UP, before, follow_up=True))
+                continue
+            expected = distinct[(client + number * clients) % len(distinct)]
+            turns.append(Turn(client, number, expected.question, expected))
+        plans.append(turns)
+    return plans
+
+
+def problems_of(result: Result, allow_fallback: bool = False) -> list[str]:
+    """Everything wrong with one answer; empty when it is its own question's correct, cited answer."""
+    if result.error:
+        return [result.error]
+    payload, turn = result.payload, result.turn
+    found = []
+    if payload.get("question") != turn.question:
+        found.append(f"answers {payload.get('question')!r}")
+    if payload.get("refused"):
+        found.append("refused")
+    if payload.get("fallback") and not allow_fallback:
+        found.append(f"fallback: {payload['fallback']}")
+    ids = [source["paper_id"] for source in payload.get("sources", [])]
+    if not ids or ids[0] != turn.expected.gold:
+        found.append(f"top source {ids[:1]}, not the gold paper {turn.expected.gold}")
+    alone = turn.expected.follow_up if turn.follow_up else turn.expected.sources
+    if alone is not None and tuple(ids) != alone:
+        found.append(f"sources {ids} differ from those of the question asked alone {list(alone)}")
+    cited = payload.get("cited") or []
+    if not cited:
+        found.append("cites nothing")
+    if not set(cited) <= set(ids):
+        found.append(f"cites {sorted(set(cited) - set(ids))}, which are not among its own sources")
+    numbers = [int(n) for group in MARKER_NUMBERS.findall(payload.get("text", "")) for n in re.split(r"[,;]", group)]
+    if any(not 1 <= n <= len(ids) for n in numbers):
+        found.append(f"markers {numbers} point past its {len(ids)} sources")
+    return found
+
+
+def run_users(
+    url: str,
+    plans: list[list[Turn]],
+    auth: tuple[str, str] | None = None,
+    timeout: float = 600,
+    allow_fallback: bool = False,
+    on_result=None,
+) -> tuple[list[Result], float]:
+    """Every user asks its turns one after another, all users at once; returns results and wall seconds.
+
+    Users connect first, then start together. A request that gets no answer within `timeout` is an error.
+    """
+    from gradio_client import Client
+
+    results: list[Result] = []
+    lock = threading.Lock()
+    ready = threading.Barrier(len(plans) + 1)
+
+    def user(turns: list[Turn]) -> None:
+        try:
+            client = Client(url, auth=auth, verbose=False)
+        except Exception as err:  # a user that cannot connect fails all its turns, visibly
+            client, failure = None, f"cannot connect: {type(err).__name__}: {err}"
+        ready.wait()
+        history: list[list[str]] = []
+        for turn in turns:
+            started = time.perf_counter()
+            result = Result(turn, started, 0.0)
+            if client is None:
+                result.error = failure
+            else:
+                try:
+                    job = client.submit(turn.question, history, api_name="/ask")
+                    result.payload = job.result(timeout=timeout)
+                except Exception as err:  # any failure of a request is recorded and reported, never dropped
+                    result.error = f"{type(err).__name__}: {err}"
+            result.seconds = time.perf_counter() - started
+            result.problems = problems_of(result, allow_fallback)
+            if result.payload:
+                history.append([turn.question, result.payload["text"]])
+            with lock:
+                results.append(result)
+            if on_result:
+                on_result(result)
+        if client is not None:
+            client.close()
+
+    threads = [threading.Thread(target=user, args=(turns,), daemon=True) for turns in plans]
+    for thread in threads:
+        thread.start()
+    ready.wait()
+    started = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    return sorted(results, key=lambda r: (r.turn.client, r.turn.number)), time.perf_counter() - started
+
+
+def summary(results: list[Result], seconds: float) -> dict:
+    """Requests, errors, wrong answers, throughput and latency percentiles of a run."""
+    latencies = sorted(r.seconds for r in results if not r.error)
+    cuts = statistics.quantiles(latencies, n=100, method="inclusive") if len(latencies) > 1 else latencies * 99
+    return {
+        "requests": len(results),
+        "errors": sum(1 for r in results if r.error),
+        "wrong": sum(1 for r in results if r.problems and not r.error),
+        "fallbacks": sum(1 for r in results if r.payload and r.payload.get("fallback")),
+        "seconds": round(seconds, 1),
+        "answers_per_minute": round(60 * len(latencies) / seconds, 1) if seconds else 0.0,
+        "p50_s": round(cuts[49], 2) if cuts else None,
+        "p95_s": round(cuts[94], 2) if cuts else None,
+        "max_s": round(latencies[-1], 2) if latencies else None,
+    }
+
+
+# -- serving the app ----------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def app_in_process(service, auth: tuple[str, str] | None = None) -> Iterator[str]:
+    """The chat app over `service`, served from this process on a free loopback port; yields its URL."""
+    from ui.app import build_app, launch
+
+    demo = build_app(service)
+    url = launch(demo, HOST, free_port(), auth=auth, block=False)
+    try:
+        yield url
+    finally:
+        demo.close()
+
+
+class AppProcess:
+    """`python -m ui` in its own process on a free loopback port, as a user would start it."""
+
+    def __init__(self, log: Path, env: dict[str, str], *args: str):
+        self.log, self.args = log, args
+        self.env = {**os.environ, **env}
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}/"
+
+    def start(self, ready_within: float = 300) -> AppProcess:
+        command = [sys.executable, "-m", "ui", "--port", str(self.port), *self.args]
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + ready_within
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the app exited with {self.process.returncode}: {self.log_tail()}")
+            if "Chat app running at" in self.log.read_text(errors="replace"):
+                return self
+            time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"the app did not start within {ready_within:.0f} s: {self.log_tail()}")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=30)
+
+    def log_tail(self) -> str:
+        return self.log.read_text(errors="replace")[-3000:] if self.log.exists() else ""
+
+    def __enter__(self) -> AppProcess:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of a process, in MiB (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+class RssSampler:
+    """Samples a process's resident memory every `interval` seconds in a thread, until stopped."""
+
+    def __init__(self, pid: int, interval: float = 2.0):
+        self.pid, self.interval = pid, interval
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._started = 0.0
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.samples.append((time.perf_counter() - self._started, rss_mib(self.pid)))
+            except (OSError, RuntimeError):
+                return  # the process ended
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> RssSampler:
+        self._started = time.perf_counter()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()

@@ -1,0 +1,231 @@
+"""Real servers on loopback for tests: llama.cpp's OpenAI-compatible server, and a scripted HTTP
+server that answers like a misbehaving one (errors, stalls, garbage, a scripted chat stream).
+
+Everything binds 127.0.0.1 only, and every server is stopped by its context manager.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+HOST = "127.0.0.1"
+
+
+def free_port() -> int:
+    """A port nothing listens on right now (bound, read, released)."""
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return sock.getsockname()[1]
+
+
+class LlamaServer:
+    """`python -m llama_cpp.server` serving a GGUF on loopback, in its own process group."""
+
+    def __init__(self, model: Path, log: Path, *args: str):
+        self.model, self.log, self.args = model, log, args
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{HOST}:{self.port}/v1"
+
+    def start(self, ready_within: float = 120) -> LlamaServer:
+        command = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model)]
+        command += ["--host", HOST, "--port", str(self.port), *self.args]
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + ready_within
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"llama_cpp.server exited with {self.process.returncode}: {self.log_tail()}")
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as reply:
+                    if reply.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.25)
+        self.stop()
+        raise RuntimeError(f"llama_cpp.server not ready after {ready_within} s: {self.log_tail()}")
+
+    def kill(self) -> None:
+        """Stop it the hard way, as a crash would."""
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def log_tail(self) -> str:
+        return self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
+
+    def __enter__(self) -> LlamaServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+@dataclass
+class Request:
+    path: str
+    headers: dict[str, str]
+    body: dict
+
+
+@dataclass
+class Scripted:
+    """What the scripted server does with each request; see the factory functions below."""
+
+    respond: Callable[[BaseHTTPRequestHandler, Request], None]
+    requests: list[Request] = field(default_factory=list)
+    release: Callable[[], None] = lambda: None  # called before shutdown, to free stalled handlers
+
+
+def reply(status: int, body: bytes | str, content_type: str = "application/json") -> Scripted:
+    """Answer every request with this status and body."""
+    data = body.encode() if isinstance(body, str) else body
+
+    def respond(handler, request):
+        handler.send_response(status)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+
+    return Scripted(respond)
+
+
+def error(status: int, message: str) -> Scripted:
+    """An OpenAI-style JSON error."""
+    return reply(status, json.dumps({"error": {"message": message, "type": "test", "code": status}}))
+
+
+def echo_key_401() -> Scripted:
+    """401 with the request's Authorization header in the message, as careless servers do."""
+
+    def respond(handler, request):
+        body = json.dumps({"error": {"message": f"Invalid key: {request.headers.get('authorization')}"}}).encode()
+        handler.send_response(401)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    return Scripted(respond)
+
+
+def stall(after_headers: bool = False) -> Scripted:
+    """Read the request, then say nothing (optionally after sending a 200 and stream headers)."""
+    stop = threading.Event()
+
+    def respond(handler, request):
+        if after_headers:
+            handler.send_response(200)
+            handler.send_header("Content-Type", "text/event-stream")
+            handler.end_headers()
+            handler.wfile.flush()
+        stop.wait(120)
+
+    return Scripted(respond, release=stop.set)
+
+
+def chat(*answers: str, piece_chars: int = 6) -> Scripted:
+    """An OpenAI-compatible chat endpoint that answers request i with answers[i] (the last one
+    repeats), streamed in small pieces when the request asks for a stream."""
+
+    def respond(handler, request):
+        text = answers[min(len(scripted.requests) - 1, len(answers) - 1)]
+        if not request.body.get("stream"):
+            message = {"role": "assistant", "content": text}
+            data = json.dumps(
+                {
+                    "id": "x",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": "stub",
+                    "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                }
+            ).encode()
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(data)))
+            handler.end_headers()
+            handler.wfile.write(data)
+            return
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.end_headers()
+        pieces = [text[i : i + piece_chars] for i in range(0, len(text), piece_chars)]
+        for i, piece in enumerate([*pieces, None]):
+            delta = {"content": piece} if piece is not None else {}
+            if i == 0:
+                delta["role"] = "assistant"
+            chunk = {
+                "id": "x",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": "stub",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": None if piece is not None else "stop"}],
+            }
+            handler.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            handler.wfile.flush()
+        handler.wfile.write(b"data: [DONE]\n\n")
+        handler.wfile.flush()
+
+    scripted = Scripted(respond)
+    return scripted
+
+
+@contextmanager
+def scripted_server(scripted: Scripted) -> Iterator[str]:
+    """Serve `scripted` on a free loopback port; yields the base URL ending in /v1."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self):  # noqa: N802 - the name http.server looks for
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError:
+                body = {}
+            request = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+            scripted.requests.append(request)
+            scripted.respond(self, request)
+
+        do_GET = do_POST  # noqa: N815
+
+        def log_message(self, *args):  # keep test output clean
+            pass
+
+    server = ThreadingHTTPServer((HOST, 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{HOST}:{server.server_address[1]}/v1"
+    finally:
+        scripted.release()
+        server.shutdown()
+        server.server_close()

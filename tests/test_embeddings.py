@@ -1,0 +1,132 @@
+"""The embedding backends: ONNX exports built from the bundled weights, checked against torch vectors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import SEED_FILE, seed_abstracts, settings_for
+
+from rag.config import PROJECT_ROOT, EmbeddingConfig
+from rag.embeddings import make_embeddings, model_directory
+from rag.errors import ModelError
+from rag.papers import load_papers
+from rag.service import RagService
+from rag.store import collection_name
+
+
+@pytest.fixture(scope="session")
+def onnx_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("onnx-cache")
+
+
+@pytest.fixture(scope="session")
+def onnx_fp32(onnx_cache):
+    return make_embeddings(EmbeddingConfig(backend="onnx", onnx_cache=onnx_cache, batch_size=4))
+
+
+@pytest.fixture(scope="session")
+def onnx_int8(onnx_cache):
+    return make_embeddings(EmbeddingConfig(backend="onnx-int8", onnx_cache=onnx_cache, batch_size=4))
+
+
+@pytest.fixture(scope="session")
+def texts(embeddings) -> list[str]:
+    """Seed chunks as they are embedded (title + passage), plus edge cases: tiny, empty, far too long."""
+    service = RagService(settings_for(PROJECT_ROOT / "unused"), embeddings=embeddings)
+    chunks = [chunk.page_content for paper in load_papers([SEED_FILE]) for chunk in service.chunker.chunk(paper)]
+    return chunks + ["GNN", "", "diffusion " * 600, "Über naïve Bayes — 量子 ✓"]
+
+
+def cosines(a: list[list[float]], b: list[list[float]]) -> np.ndarray:
+    a, b = np.asarray(a), np.asarray(b)
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+def test_fp32_onnx_gives_the_torch_vectors(embeddings, onnx_fp32, texts):
+    reference = embeddings.embed_documents(texts)
+    assert cosines(onnx_fp32.embed_documents(texts), reference).min() > 0.9999
+    question = "How many reaction templates does RxnFlow use?"
+    assert cosines([onnx_fp32.embed_query(question)], [embeddings.embed_query(question)])[0] > 0.9999
+
+
+def test_int8_vectors_stay_close_to_the_torch_ones(embeddings, onnx_int8, texts):
+    similarity = cosines(onnx_int8.embed_documents(texts), embeddings.embed_documents(texts))
+    assert similarity.mean() >= 0.99
+    assert similarity.min() >= 0.95  # the empty text ([CLS][SEP] only) is the worst case
+
+
+@pytest.mark.parametrize("backend, agreement", [("onnx_fp32", 0.9999), ("onnx_int8", 0.95)])
+def test_length_sorting_inside_a_batch_keeps_the_callers_order(request, backend, agreement, texts):
+    # int8 vectors move a little with the other texts of their batch: dynamic quantisation scales
+    # activations per batch. Each text still lands far nearer its own vector than any other text's.
+    model = request.getfixturevalue(backend)
+    vectors = np.asarray(model.embed_documents(texts))  # batch_size=4: many batches, each sorted by length
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    picked = list(range(6)) + list(range(len(texts) - 4, len(texts)))
+    alone = np.asarray([model.embed_query(texts[i]) for i in picked])
+    similarity = alone @ vectors.T
+    assert similarity.argmax(axis=1).tolist() == picked
+    assert similarity[np.arange(len(picked)), picked].min() > agreement
+    reversed_order = np.asarray(model.embed_documents(texts[::-1]))[::-1]
+    assert (reversed_order * vectors).sum(1).min() > agreement
+
+
+def test_the_export_is_built_once_and_reused(onnx_cache, onnx_int8):
+    [folder] = list(onnx_cache.iterdir())
+    files = sorted(path.name for path in folder.iterdir())
+    assert files == ["model-int8.onnx", "model.onnx"]  # no temporary files left behind
+    stamps = {path: path.stat().st_mtime_ns for path in folder.iterdir()}
+    again = make_embeddings(EmbeddingConfig(backend="onnx-int8", onnx_cache=onnx_cache))
+    assert again.model_file == onnx_int8.model_file
+    assert {path: path.stat().st_mtime_ns for path in folder.iterdir()} == stamps
+
+
+def test_a_failed_export_leaves_nothing_half_written(tmp_path, monkeypatch):
+    import rag.onnx_embeddings as onnx_embeddings
+
+    def broken_export(model_dir, path):
+        path.write_bytes(b"half a model")
+        raise RuntimeError("exporter crashed")
+
+    monkeypatch.setattr(onnx_embeddings, "export_onnx", broken_export)
+    with pytest.raises(ModelError, match="cannot build the ONNX model .*exporter crashed"):
+        make_embeddings(EmbeddingConfig(backend="onnx", onnx_cache=tmp_path))
+    assert [path for path in tmp_path.rglob("*") if path.is_file()] == []
+
+
+def test_another_model_or_changed_weights_get_their_own_export(tmp_path):
+    import shutil
+
+    from rag.onnx_embeddings import model_fingerprint
+
+    bundled = model_directory(EmbeddingConfig())
+    copy = shutil.copytree(bundled, tmp_path / "model")
+    assert model_fingerprint(copy) == model_fingerprint(bundled)
+    config = json.loads((copy / "config.json").read_text())
+    (copy / "config.json").write_text(json.dumps({**config, "layer_norm_eps": 1e-6}))
+    assert model_fingerprint(copy) != model_fingerprint(bundled)
+
+
+def test_int8_has_its_own_collection_and_fp32_shares_the_torch_one(tmp_path):
+    def name(backend: str) -> str:
+        return collection_name(settings_for(tmp_path, embedding={"backend": backend}))
+
+    assert name("onnx") == name("torch") != name("onnx-int8")
+
+
+def test_int8_retrieval_finds_the_same_seed_papers_as_torch(make_service, onnx_int8, seeded):
+    from rag.evaluate import ServiceSystem, evaluate, load_questions
+
+    questions = [q for q in load_questions(PROJECT_ROOT / "tests" / "eval" / "seed_questions.jsonl") if q.gold]
+    int8 = make_service(index="int8", embedding={"backend": "onnx-int8"})
+    int8.embeddings = onnx_int8
+    int8.ingest([SEED_FILE])
+    assert int8.index.paper_count() == len(seed_abstracts())
+    torch_report = evaluate(ServiceSystem(seeded), questions, k=5).metrics()
+    int8_report = evaluate(ServiceSystem(int8), questions, k=5).metrics()
+    # A question or so may swap places; the int8 model must not do worse overall.
+    assert int8_report["hit@1"] >= torch_report["hit@1"] - 1 / len(questions)
+    assert int8_report["mrr"] >= torch_report["mrr"] - 0.02
+    assert int8_report["recall@5"] >= torch_report["recall@5"] - 0.02

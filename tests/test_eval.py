@@ -1,0 +1,109 @@
+"""The evaluation harness: question files, metrics, the `rag eval` command, and the CI floor."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import write_jsonl
+
+from rag.cli import main
+from rag.config import PROJECT_ROOT
+from rag.errors import InputError
+from rag.evaluate import Outcome, Question, ServiceSystem, evaluate, load_questions
+
+SEED_QUESTIONS = PROJECT_ROOT / "tests" / "eval" / "seed_questions.jsonl"
+FLOOR = PROJECT_ROOT / "tests" / "eval" / "floor.json"
+
+
+def test_question_files_are_read_by_split_and_bad_lines_are_named(tmp_path):
+    dev = load_questions(SEED_QUESTIONS, "dev")
+    every = load_questions(SEED_QUESTIONS)
+    assert 0 < len(dev) < len(every) and {q.split for q in dev} == {"dev"}
+    assert any(not q.answerable for q in dev) and any(len(q.gold) > 1 for q in every)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "ok?", "gold": []}\n{"gold": ["x"]}\n')
+    with pytest.raises(InputError, match=r"bad.jsonl:2: not a question line"):
+        load_questions(bad)
+    with pytest.raises(InputError, match="no questions in the 'test' split"):
+        load_questions(write_jsonl(tmp_path / "one.jsonl", [{"question": "q", "gold": [], "split": "dev"}]), "test")
+    with pytest.raises(InputError, match="unknown split"):
+        load_questions(SEED_QUESTIONS, "train")
+
+
+class Scripted:
+    """A ranking system whose answers are given: for checking the arithmetic of the metrics only."""
+
+    name = "scripted"
+
+    def __init__(self, outcomes: dict[str, Outcome]):
+        self.outcomes = outcomes
+
+    def search(self, question: str, k: int) -> Outcome:
+        return self.outcomes[question]
+
+
+def test_metrics_count_ranks_recall_refusals_and_citations():
+    questions = [
+        Question("a", ("A",)),
+        Question("b", ("B",)),
+        Question("multi", ("M1", "M2")),
+        Question("none", ()),
+        Question("none2", ()),
+    ]
+    system = Scripted(
+        {
+            "a": Outcome(["A", "x"], refused=False, cited=["A", "x"]),
+            "b": Outcome(["x", "y", "B"], refused=True, cited=[]),
+            "multi": Outcome(["M2", "z", "q", "r", "s", "M1"], refused=False, cited=["M2"]),
+            "none": Outcome(["x"], refused=True),
+            "none2": Outcome(["x"], refused=False),
+        }
+    )
+    metrics = evaluate(system, questions, k=5).metrics()
+    assert metrics["hit@1"] == pytest.approx(2 / 3, abs=1e-4)
+    assert metrics["recall@5"] == pytest.approx((1 + 1 + 0.5) / 3, abs=1e-4)  # M1 is ranked 6th
+    assert metrics["mrr"] == pytest.approx((1 + 1 / 3 + 1) / 3, abs=1e-4)
+    assert metrics["refused_unanswerable"] == 0.5 and metrics["false_refusals"] == pytest.approx(1 / 3, abs=1e-4)
+    assert metrics["citation_precision"] == pytest.approx((0.5 + 1) / 2)  # refused "b" is not counted
+    assert metrics["retrieval_ms_p50"] is not None and metrics["unanswerable"] == 2
+
+
+def test_the_seed_evaluation_stays_above_the_committed_floor(seeded):
+    """CI's guard: retrieval quality and refusals on the seed questions may not fall below the floor."""
+    floor = json.loads(FLOOR.read_text())["seed"]
+    report = evaluate(ServiceSystem(seeded), load_questions(SEED_QUESTIONS), k=floor["k"])
+    metrics = report.metrics()
+    misses = [(row.question[:60], row.rank(), row.refused) for row in report.misses()]
+    assert metrics["hit@1"] >= floor["hit@1"], misses
+    assert metrics[f"recall@{floor['k']}"] >= floor["recall@k"], misses
+    assert metrics["mrr"] >= floor["mrr"], misses
+    assert metrics["refused_unanswerable"] >= floor["refused_unanswerable"], misses
+    assert metrics["false_refusals"] <= floor["false_refusals_max"], misses
+
+
+def test_rag_eval_prints_a_table_json_and_citation_precision(seeded, monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("RAG_VECTORSTORE__PATH", str(seeded.config.vectorstore.path))
+    lines = [json.loads(line) for line in SEED_QUESTIONS.read_text().splitlines()]
+    picked = [q for q in lines if q["gold"]][:2] + [q for q in lines if not q["gold"]][:1]
+    questions = write_jsonl(tmp_path / "few.jsonl", picked)
+
+    assert main(["--config", "extractive", "eval", str(questions), "-k", "3"]) == 0
+    table = capsys.readouterr().out
+    assert "hit@1" in table and "recall@3" in table and "retrieval ms p50" in table
+
+    assert main(["eval", str(questions), "--config", "extractive", "--json", "--answers", "--mode", "bm25"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["system"] == "ours (bm25)" and len(report["rows"]) == 3
+    assert 0.0 <= report["metrics"]["citation_precision"] <= 1.0
+    for row in report["rows"]:
+        assert set(row["cited"] or []) <= set(row["ranked"]) or row["refused"]
+
+
+def test_rag_eval_refuses_an_index_without_the_gold_papers(seeded, monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("RAG_VECTORSTORE__PATH", str(seeded.config.vectorstore.path))
+    questions = write_jsonl(tmp_path / "full.jsonl", [{"question": "What is QRazor?", "gold": ["kam84eEmub"]}])
+    assert main(["--config", "extractive", "eval", str(questions)]) == 1
+    assert "none of the gold papers" in capsys.readouterr().err
+    assert main(["--config", "extractive", "eval", str(tmp_path / "missing.jsonl")]) == 1
+    assert "cannot read questions" in capsys.readouterr().err

