@@ -1,7 +1,8 @@
 """Ingest speed, memory and index size: our pipeline against the textbook LangChain one, in one run.
 
     python benchmarks/ingest.py --n 2000                      # ours, textbook, embedding alone
-    python benchmarks/ingest.py --n 11672 --pipelines ours --keep /tmp/rag-full   # the full list
+    python benchmarks/ingest.py --n 2000 --backends onnx-int8,onnx,torch   # several backends side by side
+    python benchmarks/ingest.py --n 11672 --pipelines ours --backends onnx-int8 --keep /tmp/rag-full
 
 The first N records of the ICLR 2025 list are ingested by:
   ours       `RagService.ingest`: token-sized chunks, the configured embedding backend, batched writes
@@ -38,14 +39,19 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=2000, help="papers: the first N records of the list")
     parser.add_argument("--corpus", type=Path, default=FULL_LIST)
     parser.add_argument("--pipelines", default=",".join(PIPELINES), help=f"comma-separated, of {', '.join(PIPELINES)}")
-    parser.add_argument("--backend", default=None, help="embedding backend of ours/embedding (default: the config's)")
+    parser.add_argument(
+        "--backends", default="", help="comma-separated embedding backends for ours/embedding (default: the config's)"
+    )
     parser.add_argument("--config", default="extractive")
     parser.add_argument("--keep", type=Path, default=None, help="build our index here and keep it (for query.py)")
     parser.add_argument("--child", choices=PIPELINES, help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(run_child(args)))
+        result = json.dumps(run_child(args))
+        with (args.work / "results.jsonl").open("a") as log:  # kept even if the parent is stopped early
+            log.write(result + "\n")
+        print(result)
         return 0
 
     work = Path(tempfile.mkdtemp(prefix="rag-bench-"))
@@ -53,10 +59,12 @@ def main() -> int:
         sample = write_sample(args.corpus, args.n, work / "sample.jsonl")
         print(f"{sample['papers']} papers from {args.corpus}; load average before: {load_average()}", flush=True)
         results = []
+        backends = args.backends.split(",") if args.backends else [""]
         for name in args.pipelines.split(","):
-            target = args.keep if (name == "ours" and args.keep) else work / name
-            results.append(run_in_child(name, args, work, target))
-            print(f"  {name}: {results[-1]['run_s']:.1f} s", flush=True)
+            for backend in backends if name != "textbook" else [""]:
+                target = args.keep if (name == "ours" and args.keep) else work / f"{name}-{backend}"
+                results.append(run_in_child(name, backend, args, work, target))
+                print(f"  {json.dumps(results[-1])}", flush=True)
         print(f"load average after: {load_average()}\n")
         print(table(results))
     finally:
@@ -71,9 +79,9 @@ def write_sample(corpus: Path, n: int, path: Path) -> dict:
     return {"papers": len(lines)}
 
 
-def run_in_child(name: str, args: argparse.Namespace, work: Path, target: Path) -> dict:
+def run_in_child(name: str, backend: str, args: argparse.Namespace, work: Path, target: Path) -> dict:
     command = [sys.executable, __file__, "--child", name, "--work", str(work), "--config", args.config]
-    command += ["--keep", str(target)] + (["--backend", args.backend] if args.backend else [])
+    command += ["--keep", str(target)] + (["--backends", backend] if backend else [])
     environment = {key: value for key, value in os.environ.items() if not key.startswith("RAG_")}
     done = subprocess.run(command, capture_output=True, text=True, env=environment, cwd=ROOT)
     if done.returncode != 0:
@@ -95,8 +103,8 @@ def run_child(args: argparse.Namespace) -> dict:
 
     values = load_config(args.config).model_dump()
     values["vectorstore"]["path"] = str(args.keep)
-    if args.backend:
-        values["embedding"]["backend"] = args.backend
+    if args.backends:
+        values["embedding"]["backend"] = args.backends
     values["embedding"]["onnx_cache"] = str(ROOT / ".rag" / "models")
     settings = type(load_config(args.config))(**values)
     started = time.perf_counter()
@@ -177,11 +185,13 @@ def table(results: list[dict]) -> str:
             f"| {r['pipeline']} | {r['backend']} | {r['papers']} | {r['chunks']} | {r['load_s']:.1f} | "
             f"{r['run_s']:.1f} | {r['papers_per_s']:.1f} | {r['peak_rss_mib']} | {index} |"
         )
-    by_name = {r["pipeline"]: r for r in results}
-    if "ours" in by_name and "textbook" in by_name:
-        rows.append(f"\ntextbook / ours run time: {by_name['textbook']['run_s'] / by_name['ours']['run_s']:.2f}x")
-    if "ours" in by_name and "embedding" in by_name:
-        rows.append(f"ours / embedding alone: {by_name['ours']['run_s'] / by_name['embedding']['run_s']:.2f}x")
+    textbook = next((r for r in results if r["pipeline"] == "textbook"), None)
+    for ours in (r for r in results if r["pipeline"] == "ours"):
+        alone = next((r for r in results if r["pipeline"] == "embedding" and r["backend"] == ours["backend"]), None)
+        if textbook:
+            rows.append(f"textbook / ours ({ours['backend']}) run time: {textbook['run_s'] / ours['run_s']:.2f}x")
+        if alone:
+            rows.append(f"ours / embedding alone ({ours['backend']}): {ours['run_s'] / alone['run_s']:.2f}x")
     return "\n".join(rows)
 
 

@@ -65,16 +65,19 @@ def main() -> int:
         started = time.perf_counter()
         service.answer(questions[0]["question"])  # first call: caches, thread pools, the prompt prefix
         warm = time.perf_counter() - started
-        rows = [measure(service, counter, q) for q in questions]
-
-    llm = service.config.llm
-    print(
-        f"config {service.config.name}: {label}; n_ctx {llm.n_ctx}, n_threads {llm.n_threads or 'all'}, "
-        f"n_batch {llm.n_batch}, max_tokens {llm.max_tokens}, context_tokens {llm.context_tokens}"
-    )
-    print(f"index ready {indexed:.1f} s, model loaded {loaded:.2f} s, first (uncounted) answer {warm:.2f} s")
-    if args.per_question:
-        print_rows(rows)
+        llm = service.config.llm
+        print(
+            f"config {service.config.name}: {label}; n_ctx {llm.n_ctx}, n_threads {llm.n_threads or 'all'}, "
+            f"n_batch {llm.n_batch}, max_tokens {llm.max_tokens}, context_tokens {llm.context_tokens}"
+        )
+        print(f"index ready {indexed:.1f} s, model loaded {loaded:.2f} s, first (uncounted) answer {warm:.2f} s")
+        if args.per_question:
+            print(HEADER, flush=True)
+        rows = []
+        for question in questions:
+            rows.append(measure(service, counter, question))
+            if args.per_question:
+                print(row_line(rows[-1]), flush=True)
     print_summary(rows)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
@@ -107,7 +110,7 @@ class TokenCounter:
 
         fitted = self.provider.prompt_sources(question, sources)
         messages = ANSWER_PROMPT.format_messages(sources=format_sources(fitted), question=question)
-        roles = {"system": "system", "human": "user"}
+        roles = {"system": "system", "human": "user", "ai": "assistant"}
         rendered = self.formatter(messages=[{"role": roles[m.type], "content": m.content} for m in messages]).prompt
         return len(self.llama.tokenize(rendered.encode(), add_bos=False, special=True))
 
@@ -144,16 +147,17 @@ def measure(service: RagService, counter: TokenCounter, item: dict) -> dict:
     }
 
 
-def print_rows(rows: list[dict]) -> None:
-    print(f"\n{'first s':>8} {'full s':>7} {'prompt':>6} {'out':>4} {'gold':>4} {'supp':>5}  answer")
-    for row in rows:
-        first = f"{row['first_token_s']:.2f}" if row["first_token_s"] is not None else "-"
-        status = "REFUSED " if row["refused"] else ("FALLBACK " if row["fallback"] else "")
-        print(
-            f"{first:>8} {row['full_answer_s']:>7.2f} {row['prompt_tokens'] or '-':>6} {row['output_tokens']:>4} "
-            f"{'yes' if row['cites_gold'] else 'no':>4} {row['supported']:>2}/{row['sentences']:<2}  "
-            f"{status}{row['text'][:90]!r}"
-        )
+HEADER = f"\n{'first s':>8} {'full s':>7} {'prompt':>6} {'out':>4} {'gold':>4} {'supp':>5}  answer"
+
+
+def row_line(row: dict) -> str:
+    first = f"{row['first_token_s']:.2f}" if row["first_token_s"] is not None else "-"
+    status = "REFUSED " if row["refused"] else ("FALLBACK " if row["fallback"] else "")
+    return (
+        f"{first:>8} {row['full_answer_s']:>7.2f} {row['prompt_tokens'] or '-':>6} {row['output_tokens']:>4} "
+        f"{'yes' if row['cites_gold'] else 'no':>4} {row['supported']:>2}/{row['sentences']:<2}  "
+        f"{status}{row['text'][:90]!r}"
+    )
 
 
 def print_summary(rows: list[dict]) -> None:

@@ -149,7 +149,9 @@ class RagService:
 
     def ensure_index(self) -> None:
         """A fresh checkout answers at once: an empty index gets the bundled seeds first."""
-        if self.index.paper_count() == 0:
+        with self._access.shared():
+            empty = self.index.paper_count() == 0
+        if empty:
             self.ingest(progress=True)
 
     def stats(self) -> dict:
@@ -194,7 +196,9 @@ class RagService:
         someone else wrote since this client was opened; if so, it is closed and opened again.
         """
         if self._reopenable and not self._writing and "index" in self.__dict__:
-            if self.index.lexical_state() != self._seen_state:
+            with self._access.shared():
+                moved = self.index.lexical_state() != self._seen_state
+            if moved:
                 self._reopen()
         with self._access.shared():
             yield

@@ -62,6 +62,14 @@ class ChromaServer:
         self.stop()
         raise RuntimeError(f"chroma run not ready after {ready_within} s: {self.log_tail()}")
 
+    def wait_until_alive(self, within: float = 60) -> None:
+        """For a server someone else started: wait for its heartbeat."""
+        deadline = time.monotonic() + within
+        while not self.alive():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no Chroma server answers at {self.url} after {within} s")
+            time.sleep(0.2)
+
     def alive(self) -> bool:
         try:
             with urllib.request.urlopen(f"{self.url}/api/v2/heartbeat", timeout=2) as reply:

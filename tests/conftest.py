@@ -81,7 +81,9 @@ def chroma_server(tmp_path_factory):
     from chroma_server import HOST, ChromaServer
 
     if os.environ.get("RAG_TEST_CHROMA_PORT"):
-        yield HOST, int(os.environ["RAG_TEST_CHROMA_PORT"])
+        server = ChromaServer(Path(), Path(), port=int(os.environ["RAG_TEST_CHROMA_PORT"]))
+        server.wait_until_alive()  # started just before pytest: it may still be starting
+        yield HOST, server.port
         return
     folder = tmp_path_factory.mktemp("chroma-server")
     with ChromaServer(folder / "data", folder / "server.log") as server:

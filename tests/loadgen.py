@@ -13,6 +13,7 @@ holding another conversation's papers cannot pass.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -31,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SEED_QUESTIONS = ROOT / "tests" / "eval" / "seed_questions.jsonl"
 HOST = "127.0.0.1"
 FOLLOW_UP = "What results does it report?"
+KEPT_HISTORY = 6  # exchanges a simulated user sends back as its conversation
 MARKER_NUMBERS = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 
 
@@ -41,8 +43,9 @@ class Expected:
 
     question: str
     gold: str
-    sources: tuple[str, ...]
+    sources: tuple[str, ...] | None
     follow_up: tuple[str, ...] | None = None
+    text: str | None = None  # the answer given alone, when it must come out the same under load
 
 
 @dataclass(frozen=True)
@@ -74,26 +77,49 @@ def seed_questions(path: Path = SEED_QUESTIONS) -> list[dict]:
     return [row for row in rows if len(row["gold"]) == 1 and not FOLLOW_UP_WORDS.search(row["question"])]
 
 
-def expectations(service, rows: list[dict], follow_ups: bool = False) -> list[Expected]:
-    """Each question asked alone through `service`; those answered with their gold paper as top source.
+def expectations(
+    service, rows: list[dict], follow_ups: bool = False, limit: int | None = None, text: bool = False
+) -> list[Expected]:
+    """Questions asked alone through `service`, kept when answerable (not refused) from their gold
+    paper as top source; up to `limit` of them, one per gold paper before any second.
 
-    With `follow_ups`, `FOLLOW_UP` is asked after each, and only questions whose follow-up is answered
-    from the same gold paper are kept. Measure follow-ups with a service that rewrites them by rule
-    (extractive): a language model's rewrite depends on its earlier answer's wording.
+    With `follow_ups`, what `FOLLOW_UP` retrieves right after each is measured too, and only questions
+    whose follow-up stays on the same gold paper are kept. Measure follow-ups with a service that
+    rewrites them by rule (extractive): a language model's rewrite depends on its earlier answer.
+    With `text`, each question is answered and kept only when the answer cites and needs no
+    fallback; its text is kept: a deterministic model (temperature 0) must give it again under load.
     """
-    found = []
+    from rag.retrieval import refusal_reason
+
+    def on_topic(sources) -> bool:
+        return not refusal_reason(sources, service.config.retrieval) and sources[0].paper_id == gold
+
+    firsts: dict[str, dict] = {}
     for row in rows:
-        gold = row["gold"][0]
-        answer = service.answer(row["question"])
-        if answer.refused or not answer.sources or answer.sources[0].paper_id != gold:
+        firsts.setdefault(row["gold"][0], row)
+    ordered = list(firsts.values()) + [row for row in rows if firsts[row["gold"][0]] is not row]
+    found = []
+    for row in ordered:
+        if limit is not None and len(found) >= limit:
+            break
+        question, gold, said = row["question"], row["gold"][0], None
+        if text:
+            answer = service.answer(question)
+            if answer.refused or answer.fallback or not answer.cited:
+                continue
+            sources, said = answer.sources, answer.text
+        else:
+            sources = service.retrieve(question)
+        if not on_topic(sources):
             continue
         after = None
         if follow_ups:
-            next_answer = service.answer(FOLLOW_UP, history=[(row["question"], answer.text)])
-            if next_answer.refused or next_answer.sources[0].paper_id != gold:
+            chain = {"question": FOLLOW_UP, "history": [(question, said or "")], "k": None, "filters": None}
+            next_sources = service.retrieval_chain.invoke(chain)["sources"]
+            if not on_topic(next_sources):
                 continue
-            after = tuple(source.paper_id for source in next_answer.sources)
-        found.append(Expected(row["question"], gold, tuple(source.paper_id for source in answer.sources), after))
+            after = tuple(source.paper_id for source in next_sources)
+        found.append(Expected(question, gold, tuple(source.paper_id for source in sources), after, said))
     return found
 
 
@@ -138,6 +164,9 @@ def problems_of(result: Result, allow_fallback: bool = False) -> list[str]:
     alone = turn.expected.follow_up if turn.follow_up else turn.expected.sources
     if alone is not None and tuple(ids) != alone:
         found.append(f"sources {ids} differ from those of the question asked alone {list(alone)}")
+    same_text = turn.expected.text is None or turn.follow_up or payload.get("fallback")
+    if not same_text and payload.get("text") != turn.expected.text:
+        found.append(f"answer {payload.get('text')!r} differs from the one given alone {turn.expected.text!r}")
     cited = payload.get("cited") or []
     if not cited:
         found.append("cites nothing")
@@ -156,10 +185,13 @@ def run_users(
     timeout: float = 600,
     allow_fallback: bool = False,
     on_result=None,
+    until: float | None = None,
 ) -> tuple[list[Result], float]:
     """Every user asks its turns one after another, all users at once; returns results and wall seconds.
 
     Users connect first, then start together. A request that gets no answer within `timeout` is an error.
+    With `until` (a `time.monotonic()` deadline), users go round their turns again and again until it
+    passes, keeping only their last few exchanges as history, as a long conversation's client would.
     """
     from gradio_client import Client
 
@@ -174,21 +206,15 @@ def run_users(
             client, failure = None, f"cannot connect: {type(err).__name__}: {err}"
         ready.wait()
         history: list[list[str]] = []
-        for turn in turns:
-            started = time.perf_counter()
-            result = Result(turn, started, 0.0)
+        for asked, turn in enumerate(itertools.cycle(turns) if until is not None else turns):
+            if until is not None and asked and time.monotonic() >= until:
+                break
             if client is None:
-                result.error = failure
+                result = Result(turn, time.perf_counter(), 0.0, error=failure)
+                result.problems = problems_of(result)
             else:
-                try:
-                    job = client.submit(turn.question, history, api_name="/ask")
-                    result.payload = job.result(timeout=timeout)
-                except Exception as err:  # any failure of a request is recorded and reported, never dropped
-                    result.error = f"{type(err).__name__}: {err}"
-            result.seconds = time.perf_counter() - started
-            result.problems = problems_of(result, allow_fallback)
-            if result.payload:
-                history.append([turn.question, result.payload["text"]])
+                result = ask(client, turn, history, timeout, allow_fallback)
+                del history[:-KEPT_HISTORY]
             with lock:
                 results.append(result)
             if on_result:
@@ -203,7 +229,21 @@ def run_users(
     started = time.perf_counter()
     for thread in threads:
         thread.join()
-    return sorted(results, key=lambda r: (r.turn.client, r.turn.number)), time.perf_counter() - started
+    return sorted(results, key=lambda r: (r.turn.client, r.started)), time.perf_counter() - started
+
+
+def ask(client, turn: Turn, history: list[list[str]], timeout: float = 600, allow_fallback: bool = False) -> Result:
+    """One question through `/ask`, checked; a good answer joins `history` (the user's conversation)."""
+    result = Result(turn, time.perf_counter(), 0.0)
+    try:
+        result.payload = client.submit(turn.question, history, api_name="/ask").result(timeout=timeout)
+    except Exception as err:  # any failure of a request is recorded and reported, never dropped
+        result.error = f"{type(err).__name__}: {err}"
+    result.seconds = time.perf_counter() - result.started
+    result.problems = problems_of(result, allow_fallback)
+    if result.payload:
+        history.append([turn.question, result.payload["text"]])
+    return result
 
 
 def summary(results: list[Result], seconds: float) -> dict:

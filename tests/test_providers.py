@@ -18,16 +18,17 @@ import time
 from contextlib import nullcontext
 
 import pytest
-from conftest import settings_for
+from conftest import SEED_FILE, settings_for
 from servers import LlamaServer, chat, echo_key_401, error, free_port, reply, scripted_server, stall
 
 from rag.citations import CitationChecker
 from rag.config import load_config
 from rag.errors import ConfigError, ModelError
 from rag.markers import MARKER
+from rag.papers import load_papers
 from rag.prompts import accept_rewrite, approximate_tokens, fit_sources, format_sources
 from rag.providers import bundled_gguf, looping, make_provider, unusable
-from rag.results import Answer
+from rag.results import Answer, Source
 from rag.retrieval import PASSAGE_GAP as GAP
 from rag.service import RagService
 
@@ -156,12 +157,8 @@ def test_the_checker_drops_repeats_and_an_unfinished_tail(embeddings):
     assert len(checks) == 1 and checks[0].supported
 
 
-def seed_source(phrase: str):
-    from test_answer import PAPERS
-
-    from rag.results import Source
-
-    [paper] = [p for p in PAPERS.values() if phrase in p.abstract]
+def seed_source(phrase: str) -> Source:
+    [paper] = [p for p in load_papers([SEED_FILE]) if phrase in p.abstract]
     return Source(paper.paper_id, paper.title, paper.abstract, 0.9)
 
 

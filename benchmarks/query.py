@@ -1,0 +1,90 @@
+"""Query latency and retrieval quality per embedding backend and retrieval mode, side by side.
+
+    # the full list: indexes built by benchmarks/ingest.py --keep (or `rag ingest`), one per backend
+    python benchmarks/query.py --index onnx-int8=/tmp/rag-full-int8 --index torch=/tmp/rag-full-torch
+    # the seed abstracts: small indexes built on the spot in a temporary folder
+    python benchmarks/query.py --corpus seeds/000_c52ea64f75263f30.txt \\
+        --questions tests/eval/seed_questions.jsonl --backends torch,onnx-int8
+
+Every question of the set goes through `RagService.retrieve` (after one warm-up question, which
+loads the model and the BM25 index); hit@1, recall@k and MRR come from rag.evaluate, latency is
+per question, p50 and p95. An index folder with no papers is filled from --corpus first (resumable).
+Other processes slow latency down: the load average is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from rag.config import load_config  # noqa: E402
+from rag.evaluate import ServiceSystem, evaluate, load_questions, metrics_table  # noqa: E402
+from rag.service import RagService  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--index", action="append", default=[], help="BACKEND=FOLDER (repeatable)")
+    parser.add_argument("--backends", default="", help="with --corpus and no --index: backends to build indexes for")
+    parser.add_argument("--corpus", type=Path, help="papers to ingest into an index folder that is empty")
+    parser.add_argument("--questions", type=Path, default=ROOT / "tests" / "eval" / "full_questions.jsonl")
+    parser.add_argument("--split", default="all", choices=["dev", "test", "all"])
+    parser.add_argument("--modes", default="dense,hybrid", help="retrieval modes to measure")
+    parser.add_argument("--config", default="extractive")
+    parser.add_argument("-k", type=int, default=5)
+    args = parser.parse_args()
+
+    scratch = Path(tempfile.mkdtemp(prefix="rag-query-"))
+    indexes = dict(item.split("=", 1) for item in args.index)
+    for backend in filter(None, args.backends.split(",")):
+        indexes.setdefault(backend, str(scratch / backend))
+    if not indexes:
+        parser.error("give --index BACKEND=FOLDER, or --corpus with --backends")
+    questions = load_questions(args.questions, args.split)
+    print(f"load average before: {load_average()}", flush=True)
+    reports = []
+    for backend, folder in indexes.items():
+        for mode in args.modes.split(","):
+            service = service_for(args.config, backend, Path(folder), mode)
+            if service.index.paper_count() == 0:
+                if not args.corpus:
+                    raise SystemExit(f"{folder} holds no {backend} index; give --corpus to build it")
+                service.ingest([args.corpus], progress=True)
+            service.retrieve("warm-up question about neural networks")
+            reports.append(
+                evaluate(
+                    ServiceSystem(service, name=f"{backend} {mode}"),
+                    questions,
+                    args.k,
+                    label=args.questions.name,
+                    split=args.split,
+                )
+            )
+            print(f"  {backend} {mode}: done ({service.index.paper_count()} papers)", flush=True)
+    print(f"load average after: {load_average()}\n")
+    print(metrics_table(reports))
+    return 0
+
+
+def service_for(config: str, backend: str, folder: Path, mode: str) -> RagService:
+    settings = load_config(config)
+    values = settings.model_dump()
+    values["vectorstore"]["path"] = str(folder)
+    values["embedding"]["backend"] = backend
+    values["embedding"]["onnx_cache"] = str(ROOT / ".rag" / "models")
+    values["retrieval"]["mode"] = mode
+    return RagService(type(settings)(**values))
+
+
+def load_average() -> str:
+    return " ".join(f"{value:.2f}" for value in os.getloadavg()) + f" ({os.cpu_count()} cores)"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
