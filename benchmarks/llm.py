@@ -9,6 +9,7 @@ and what came out: fallbacks, answers citing a gold paper, supported sentences.
 
     python benchmarks/llm.py                          # the default config: the bundled SmolLM2
     RAG_LLM__N_THREADS=1 python benchmarks/llm.py     # any setting, as an environment override
+    python benchmarks/llm.py --shuffle 1              # questions in a random order (see --help)
     python benchmarks/llm.py --config openai --limit 10 --per-question
 
 The index is built from the bundled seeds in a temporary folder unless --index names one. One
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 import tempfile
@@ -43,12 +45,21 @@ def main() -> int:
     parser.add_argument("--split", choices=("dev", "test", "all"), default="all")
     parser.add_argument("--limit", type=int, default=0, help="only the first N answerable questions")
     parser.add_argument("--index", help="an existing index folder (default: seeds ingested into a temp folder)")
+    parser.add_argument(
+        "--shuffle",
+        type=int,
+        metavar="SEED",
+        help="ask in a shuffled order (the file groups "
+        "questions by paper, which lets llama.cpp reuse the previous prompt's start)",
+    )
     parser.add_argument("--per-question", action="store_true", help="print one row per question")
     parser.add_argument("--json", help="also write every measurement to this file")
     args = parser.parse_args()
 
     questions = [json.loads(line) for line in Path(args.questions).read_text().splitlines() if line.strip()]
     questions = [q for q in questions if q["gold"] and args.split in ("all", q["split"])]
+    if args.shuffle is not None:
+        random.Random(args.shuffle).shuffle(questions)
     questions = questions[: args.limit] if args.limit else questions
 
     with tempfile.TemporaryDirectory() as scratch:

@@ -4,9 +4,9 @@ Each simulated user is its own `gradio_client.Client` with its own conversation 
 all start together and ask their questions one after another through the app's `/ask` endpoint.
 Every answer is checked: its sources must be exactly those its question retrieves when asked alone
 (measured first with the extractive config, retrieval only), its top source the question's gold paper
-(tests/eval/seed_questions.jsonl), and it must cite only among its own sources. With a deterministic
-model (temperature 0), all non-fallback answers to the same question must also be word-for-word the
-same, whichever users asked it at the same time.
+(tests/eval/seed_questions.jsonl), and it must cite only among its own sources. Also counted, not
+failed: questions whose model answers differ in wording between users. Decoding is greedy, but
+llama.cpp reuses the cached start of the previous prompt, which can tip a near tie to another token.
 
     python benchmarks/load.py                           # 20 users x 5 questions, the default config
     python benchmarks/load.py --soak 180                # then 3 minutes more of the same, sampling RSS
@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from loadgen import AppProcess, RssSampler, expectations, plan, rss_mib, run_users, seed_questions, summary  # noqa: E402
+from loadgen import RssSampler, expectations, plan, rss_mib, run_users, seed_questions, summary  # noqa: E402
+from servers import AppProcess  # noqa: E402
 
 from rag.config import BUNDLED_SEEDS, Settings, load_config  # noqa: E402
 from rag.service import RagService  # noqa: E402
@@ -112,9 +113,9 @@ def main() -> int:
             for r in results
         ]
         Path(args.json).write_text(json.dumps(report, indent=1))
-    failed = report["run"]["errors"] + report["run"]["wrong_sources"] + report["run"]["texts_differ"]
+    failed = report["run"]["errors"] + report["run"]["wrong_sources"]
     if args.soak:
-        failed += report["soak"]["errors"] + report["soak"]["wrong_sources"] + report["soak"]["texts_differ"]
+        failed += report["soak"]["errors"] + report["soak"]["wrong_sources"]
     return 1 if failed else 0
 
 

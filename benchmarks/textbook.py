@@ -69,8 +69,13 @@ class TextbookBaseline:
             log(f"textbook index: {done}/{len(papers)} papers, {time.perf_counter() - started:.0f} s")
         return collection.count()
 
-    def paper_count(self) -> int:
-        return len({meta["paper_id"] for meta in self.store._collection.get(include=["metadatas"])["metadatas"]})
+    def paper_count(self, page: int = 5000) -> int:
+        """Distinct papers stored (read in pages: one get of every chunk exceeds SQLite's variable limit)."""
+        collection, papers = self.store._collection, set()
+        for offset in range(0, collection.count(), page):
+            found = collection.get(include=["metadatas"], limit=page, offset=offset)
+            papers.update(meta["paper_id"] for meta in found["metadatas"])
+        return len(papers)
 
     def search(self, question: str, k: int) -> list[str]:
         """The first k distinct papers among the nearest chunks."""

@@ -36,7 +36,10 @@ class EmbeddingConfig(Section):
         "or the path of a local sentence-transformers model directory. Never fetched from a hub.",
     )
     backend: Literal["torch", "onnx", "onnx-int8"] = Field(
-        "torch", description="How the model runs: PyTorch, or an ONNX export built locally (fp32 or int8)."
+        "onnx",
+        description="How the model runs: an ONNX export built locally from the weights on first use (fp32: the "
+        "torch vectors in a third of torch's time per question; int8: faster ingest, slightly moved vectors), "
+        "or PyTorch.",
     )
     batch_size: int = Field(64, ge=1, description="Texts embedded per model call.")
     onnx_cache: Path = Field(
@@ -82,8 +85,10 @@ class RetrievalConfig(Section):
         40, ge=1, description="Chunks fetched by vector search, and papers by BM25, before fusion and the cut to k."
     )
     passages_per_paper: int = Field(2, ge=1, description="Best passages kept for each paper.")
-    rrf_k: int = Field(60, ge=1, description="Reciprocal rank fusion constant: a paper scores weight / (rrf_k + rank).")
-    bm25_weight: float = Field(1.0, ge=0, description="Weight of the BM25 ranking in fusion; the dense one has 1.")
+    # 5 and 2 were chosen on the dev split of tests/eval/researcher_questions.jsonl (MRR 0.949 against 0.878
+    # for the usual 60 and 1); every setting tried scores 1.0 on the other sets' dev splits. See README.
+    rrf_k: int = Field(5, ge=1, description="Reciprocal rank fusion constant: a paper scores weight / (rrf_k + rank).")
+    bm25_weight: float = Field(2.0, ge=0, description="Weight of the BM25 ranking in fusion; the dense one has 1.")
     mmr: bool = Field(False, description="Diversify the k papers by maximal marginal relevance.")
     mmr_lambda: float = Field(0.7, ge=0, le=1, description="MMR: 1 keeps the ranking, 0 only seeks novelty.")
     mmr_pool: int = Field(20, ge=1, description="MMR: best-ranked papers it chooses the k from.")
@@ -93,9 +98,10 @@ class RetrievalConfig(Section):
         "in persistent mode it sits in the index folder.",
     )
     min_score: float = Field(
-        0.30,
-        description="Refuse when the best passage's cosine similarity is below this "
-        "(measured on tests/eval/seed_questions.jsonl; see README).",
+        0.0,
+        description="Also refuse when the best passage's cosine similarity alone is below this. Off by default: "
+        "alone it can't tell near misses (unanswerable up to 0.63) from answerable questions (down to 0.28) "
+        "on tests/eval/*_questions.jsonl; min_evidence does better.",
     )
     min_evidence: float = Field(
         0.9,
@@ -103,7 +109,8 @@ class RetrievalConfig(Section):
         le=2,
         description="Refuse when the evidence for the best paper is below this. Evidence = the best passage's "
         "cosine similarity + the IDF-weighted share of the question's content words found in the paper's "
-        "title and abstract (0..2).",
+        "title and abstract (0..2). 0.9 was chosen on the dev split of tests/eval/seed_questions.jsonl "
+        "(refuses 6/7 unanswerable, 1/26 answerable; see README).",
     )
 
 

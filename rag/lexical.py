@@ -212,9 +212,10 @@ class LexicalStore:
         self._lock = threading.Lock()  # one rebuild at a time when the UI serves several questions
         self.rebuilds = 0
 
-    def current(self) -> Bm25Index:
-        """The index for what the collection holds now; loads or rebuilds only when that changed."""
-        state = self.index.lexical_state()
+    def current(self, state: LexicalState | None = None) -> Bm25Index:
+        """The index for what the collection holds now (`state`, read here if not given); loads or
+        rebuilds only when that changed."""
+        state = state or self.index.lexical_state()
         loaded = self._loaded
         if loaded is not None and loaded.state == state:
             return loaded

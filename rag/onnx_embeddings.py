@@ -24,7 +24,7 @@ from langchain_core.embeddings import Embeddings
 
 from rag.errors import ModelError
 
-EXPORT_RECIPE = 1  # bump when the export or the quantisation changes: caches are then rebuilt
+EXPORT_RECIPE = 2  # bump when the export or the quantisation changes: caches are then rebuilt
 OPSET = 17
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 _BUILD_LOCK = threading.Lock()
@@ -109,12 +109,25 @@ def export_onnx(model_dir: Path, path: Path) -> None:
             dynamic_axes={"input_ids": axes, "attention_mask": axes, "sentence_embedding": {0: "batch"}},
             opset_version=OPSET,
         )
+    fuse_transformer_ops(path, model.config.num_attention_heads, model.config.hidden_size)
+
+
+def fuse_transformer_ops(path: Path, heads: int, hidden: int) -> None:
+    """Rewrite the graph in place with ONNX Runtime's fused BERT operators (attention, skip layer norm,
+    bias GELU): the same vectors, about 1.2x faster on CPU."""
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    # opt_level 0: only these fusions, no hardware-specific rewrites, so the file stays portable.
+    optimize_model(str(path), model_type="bert", num_heads=heads, hidden_size=hidden, opt_level=0).save_model_to_file(
+        str(path)
+    )
 
 
 def quantize_onnx(source: Path, path: Path) -> None:
     """Dynamic int8 quantisation of the matrix multiplications and embeddings, per output channel."""
     import logging
 
+    import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     root = logging.getLogger()
@@ -122,7 +135,14 @@ def quantize_onnx(source: Path, path: Path) -> None:
     # It logs a suggestion to pre-process the model, which is meant for static (calibrated) quantisation.
     root.setLevel(logging.ERROR)
     try:
-        quantize_dynamic(str(source), str(path), per_channel=True, weight_type=QuantType.QInt8)
+        quantize_dynamic(
+            str(source),
+            str(path),
+            per_channel=True,
+            weight_type=QuantType.QInt8,
+            # The fused operators come from ONNX Runtime's own domain, which shape inference can't type.
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+        )
     finally:
         root.setLevel(level)
 

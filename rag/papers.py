@@ -218,8 +218,7 @@ def _open_text(path: Path):
 
 def _decoded(path: Path, binary: io.BufferedIOBase) -> Iterator[str]:
     try:
-        for line in io.TextIOWrapper(binary, encoding="utf-8", newline=""):
-            yield line
+        yield from io.TextIOWrapper(binary, encoding="utf-8", newline="")
     except UnicodeDecodeError:
         raise InputError(f"{path}: not UTF-8 text") from None
     except (OSError, EOFError) as err:

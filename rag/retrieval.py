@@ -13,7 +13,7 @@ author substring, which Chroma cannot match inside a string, is checked here on 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from langchain_core.documents import Document
@@ -25,7 +25,7 @@ from rag.results import Source
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
-    from rag.lexical import Bm25Index, LexicalStore
+    from rag.lexical import Bm25Index, LexicalState, LexicalStore
     from rag.store import PaperIndex
 
 CHUNK_FIELDS = ("chunk", "start", "end", "prefix_chars", "content_hash")
@@ -87,12 +87,15 @@ class Retriever:
         self.embeddings = embeddings
         self.config = config
 
-    def retrieve(self, question: str, k: int, filters: Filters) -> list[Source]:
-        """The top k papers, one Source each, best first; `metadata["match"]` says why each ranked."""
+    def retrieve(self, question: str, k: int, filters: Filters, state: LexicalState | None = None) -> list[Source]:
+        """The top k papers, one Source each, best first; `metadata["match"]` says why each ranked.
+
+        `state` is the index's state if the caller has just read it.
+        """
         config = self.config
         vector = np.asarray(self.embeddings.embed_query(question), dtype=np.float32)
         vector /= np.linalg.norm(vector) or 1.0
-        lexical = self.lexical.current()
+        lexical = self.lexical.current(state)
         candidates: dict[str, Candidate] = {}
         rankings: dict[str, list[str]] = {}
         if config.mode in ("dense", "hybrid"):
@@ -135,12 +138,8 @@ class Retriever:
         kept = candidate.chunks[: self.config.passages_per_paper]
         if not kept:  # a paper whose chunks vanished since BM25 was built: show what the ranking knows
             return Source(candidate.paper_id, candidate.paper_id, "", 0.0, {"match": {"coverage": coverage}})
-        in_order = sorted(kept, key=lambda hit: hit[0].metadata.get("start", 0))
         metadata = {key: value for key, value in kept[0][0].metadata.items() if key not in CHUNK_FIELDS}
-        metadata["passages"] = [
-            {"start": doc.metadata.get("start", 0), "end": doc.metadata.get("end", 0), "score": round(score, 4)}
-            for doc, score, _ in in_order
-        ]
+        text, metadata["passages"] = joined(kept)
         metadata["match"] = {
             **{f"{name}_rank": rank for name, rank in candidate.ranks.items()},
             "bm25": round(candidate.bm25, 3),
@@ -150,10 +149,28 @@ class Retriever:
         return Source(
             paper_id=candidate.paper_id,
             title=metadata.get("title", candidate.paper_id),
-            text=PASSAGE_GAP.join(passage(doc) for doc, _, _ in in_order),
+            text=text,
             score=round(candidate.score, 4),
             metadata=metadata,
         )
+
+
+def joined(hits: list[tuple[Document, float, Any]]) -> tuple[str, list[dict]]:
+    """The passages of (chunk, score, vector) hits in abstract order, with their spans; overlapping
+    or touching passages are merged (neighbouring chunks share a sentence by design), so no sentence repeats."""
+    pieces: list[str] = []
+    spans: list[dict] = []
+    for chunk, score, _ in sorted(hits, key=lambda hit: hit[0].metadata.get("start", 0)):
+        start, text = chunk.metadata.get("start", 0), passage(chunk)
+        end, score = start + len(text), round(score, 4)
+        if spans and start <= spans[-1]["end"]:
+            last = spans[-1]
+            pieces[-1] += text[last["end"] - start :]
+            last["end"], last["score"] = max(last["end"], end), max(last["score"], score)
+        else:
+            pieces.append(text)
+            spans.append({"start": start, "end": end, "score": score})
+    return PASSAGE_GAP.join(pieces), spans
 
 
 def mmr(pool: list[Candidate], k: int, weight: float) -> list[Candidate]:

@@ -21,6 +21,7 @@ from rag.citations import CitationChecker
 from rag.config import BUNDLED_SEEDS, Settings, load_config
 from rag.errors import InputError, ModelError, RagError
 from rag.ingest import IngestReport, ingest_papers
+from rag.lexical import LexicalState
 from rag.locks import SharedExclusiveLock
 from rag.papers import load_papers
 from rag.providers import ExtractiveProvider, Provider, make_provider
@@ -50,6 +51,7 @@ class RagService:
         self._access = SharedExclusiveLock()
         self._seen_state = None  # the index's LexicalState when opened or last written here
         self._writing = 0  # ingests in progress in this process
+        self._has_papers = False  # seen a non-empty index (see ensure_index)
         if embeddings is not None:
             self.embeddings = embeddings
         if client is not None:
@@ -149,10 +151,13 @@ class RagService:
 
     def ensure_index(self) -> None:
         """A fresh checkout answers at once: an empty index gets the bundled seeds first."""
+        if self._has_papers:
+            return
         with self._access.shared():
             empty = self.index.paper_count() == 0
         if empty:
             self.ingest(progress=True)
+        self._has_papers = True  # an index is not emptied under a running service: check once
 
     def stats(self) -> dict:
         with self.reading():
@@ -186,7 +191,7 @@ class RagService:
     # -- an index other processes write to ------------------------------------------------
 
     @contextmanager
-    def reading(self) -> Iterator[None]:
+    def reading(self) -> Iterator[LexicalState | None]:
         """Hold the index open for one read; first re-open it if another process wrote to it.
 
         Chroma's on-disk client loads the vector index (HNSW) once and never re-reads it, so chunks
@@ -194,14 +199,17 @@ class RagService:
         and `get`s (SQLite) already see them (chroma-core/chroma#3792). Every completed ingest batch
         stamps the papers collection with a new revision, so one cheap look-up tells whether
         someone else wrote since this client was opened; if so, it is closed and opened again.
+        Yields the state it read (None when it read none), so the BM25 check need not read it again.
         """
+        state = None
         if self._reopenable and not self._writing and "index" in self.__dict__:
             with self._access.shared():
-                moved = self.index.lexical_state() != self._seen_state
-            if moved:
+                state = self.index.lexical_state()
+            if state != self._seen_state:
                 self._reopen()
+                state = None  # moved on: whoever needs it reads it again
         with self._access.shared():
-            yield
+            yield state
 
     def _reopen(self) -> None:
         with self._access.exclusive():  # waits for the questions in flight on the old client
@@ -232,8 +240,8 @@ class RagService:
         """The top-k papers for a question, one Source each, best first."""
         question = self.clean_question(question)
         self.ensure_index()
-        with self.reading():
-            return self.retriever.retrieve(question, k or self.config.retrieval.k, filters or Filters())
+        with self.reading() as state:
+            return self.retriever.retrieve(question, k or self.config.retrieval.k, filters or Filters(), state)
 
     def answer(self, question: str, **options) -> Answer:
         """A cited answer; see `stream_answer` for the options."""

@@ -195,7 +195,10 @@ class PaperIndex:
         return [
             (Document(id=cid, page_content=doc, metadata=meta), 1.0 - distance, vec)
             for cid, doc, meta, distance, vec in zip(
-                found["ids"][0], found["documents"][0], found["metadatas"][0], found["distances"][0],
+                found["ids"][0],
+                found["documents"][0],
+                found["metadatas"][0],
+                found["distances"][0],
                 found["embeddings"][0],
             )
         ]

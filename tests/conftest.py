@@ -78,7 +78,7 @@ def chroma_server(tmp_path_factory):
     `chroma run` on a free port, started once and always stopped. Yields (host, port)."""
     import os
 
-    from chroma_server import HOST, ChromaServer
+    from servers import HOST, ChromaServer
 
     if os.environ.get("RAG_TEST_CHROMA_PORT"):
         server = ChromaServer(Path(), Path(), port=int(os.environ["RAG_TEST_CHROMA_PORT"]))

@@ -15,18 +15,16 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
-import socket
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from servers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED_QUESTIONS = ROOT / "tests" / "eval" / "seed_questions.jsonl"
@@ -266,12 +264,6 @@ def summary(results: list[Result], seconds: float) -> dict:
 # -- serving the app ----------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
-
-
 @contextmanager
 def app_in_process(service, auth: tuple[str, str] | None = None) -> Iterator[str]:
     """The chat app over `service`, served from this process on a free loopback port; yields its URL."""
@@ -283,52 +275,6 @@ def app_in_process(service, auth: tuple[str, str] | None = None) -> Iterator[str
         yield url
     finally:
         demo.close()
-
-
-class AppProcess:
-    """`python -m ui` in its own process on a free loopback port, as a user would start it."""
-
-    def __init__(self, log: Path, env: dict[str, str], *args: str):
-        self.log, self.args = log, args
-        self.env = {**os.environ, **env}
-        self.port = free_port()
-        self.process: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://{HOST}:{self.port}/"
-
-    def start(self, ready_within: float = 300) -> AppProcess:
-        command = [sys.executable, "-m", "ui", "--port", str(self.port), *self.args]
-        with self.log.open("ab") as log:
-            self.process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + ready_within
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the app exited with {self.process.returncode}: {self.log_tail()}")
-            if "Chat app running at" in self.log.read_text(errors="replace"):
-                return self
-            time.sleep(0.5)
-        self.stop()
-        raise RuntimeError(f"the app did not start within {ready_within:.0f} s: {self.log_tail()}")
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=30)
-
-    def log_tail(self) -> str:
-        return self.log.read_text(errors="replace")[-3000:] if self.log.exists() else ""
-
-    def __enter__(self) -> AppProcess:
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
 
 def rss_mib(pid: int) -> float:

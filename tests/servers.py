@@ -1,5 +1,5 @@
-"""Real servers on loopback for tests: llama.cpp's OpenAI-compatible server, and a scripted HTTP
-server that answers like a misbehaving one (errors, stalls, garbage, a scripted chat stream).
+"""Real servers on loopback for tests: llama.cpp's OpenAI-compatible server, a Chroma server, and a
+scripted HTTP server that answers like a misbehaving one (errors, stalls, garbage, a scripted chat stream).
 
 Everything binds 127.0.0.1 only, and every server is stopped by its context manager.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -31,38 +32,43 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-class LlamaServer:
-    """`python -m llama_cpp.server` serving a GGUF on loopback, in its own process group."""
+class ServerProcess:
+    """A server command in its own process group on a free loopback port; `kill` and `start` again
+    reuse the port. Subclasses say what to run and how to tell it is ready."""
 
-    def __init__(self, model: Path, log: Path, *args: str):
-        self.model, self.log, self.args = model, log, args
-        self.port = free_port()
+    name = "server"
+    cwd: Path | None = None
+    env: dict[str, str] | None = None
+
+    def __init__(self, log: Path, port: int | None = None):
+        self.log = log
+        self.port = port or free_port()
         self.process: subprocess.Popen | None = None
 
-    @property
-    def base_url(self) -> str:
-        return f"http://{HOST}:{self.port}/v1"
+    def command(self) -> list[str]:
+        raise NotImplementedError
 
-    def start(self, ready_within: float = 120) -> LlamaServer:
-        command = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model)]
-        command += ["--host", HOST, "--port", str(self.port), *self.args]
+    def alive(self) -> bool:
+        raise NotImplementedError
+
+    def start(self, ready_within: float = 120) -> ServerProcess:
         with self.log.open("ab") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            self.process = subprocess.Popen(
+                self.command(), cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True,
+            )  # fmt: skip
         deadline = time.monotonic() + ready_within
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited with {self.process.returncode}: {self.log_tail()}")
-            try:
-                with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as reply:
-                    if reply.status == 200:
-                        return self
-            except OSError:
-                time.sleep(0.25)
+                raise RuntimeError(f"{self.name} exited with {self.process.returncode}: {self.log_tail()}")
+            if self.alive():
+                return self
+            time.sleep(0.25)
         self.stop()
-        raise RuntimeError(f"llama_cpp.server not ready after {ready_within} s: {self.log_tail()}")
+        raise RuntimeError(f"{self.name} not ready after {ready_within} s: {self.log_tail()}")
 
     def kill(self) -> None:
-        """Stop it the hard way, as a crash would."""
+        """Stop it the hard way, as a crash or a pulled cable would."""
         if self.process and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=30)
@@ -76,13 +82,105 @@ class LlamaServer:
                 self.kill()
 
     def log_tail(self) -> str:
-        return self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
+        return self.log.read_text(errors="replace")[-3000:] if self.log.exists() else ""
 
-    def __enter__(self) -> LlamaServer:
+    def __enter__(self):
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def answers(url: str) -> bool:
+    """Whether a GET of `url` gets a 200 within 2 s."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as reply:
+            return reply.status == 200
+    except OSError:
+        return False
+
+
+class LlamaServer(ServerProcess):
+    """`python -m llama_cpp.server` serving a GGUF on loopback."""
+
+    name = "llama_cpp.server"
+
+    def __init__(self, model: Path, log: Path, *args: str):
+        super().__init__(log)
+        self.model, self.args = model, args
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{HOST}:{self.port}/v1"
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model), "--host", HOST,
+                "--port", str(self.port), *self.args]  # fmt: skip
+
+    def alive(self) -> bool:
+        return answers(f"{self.base_url}/models")
+
+
+class ChromaServer(ServerProcess):
+    """`chroma run --path DATA --host 127.0.0.1 --port PORT` (the chromadb package's server); the data
+    folder outlives a restart."""
+
+    name = "chroma run"
+
+    def __init__(self, data: Path, log: Path, port: int | None = None):
+        super().__init__(log, port)
+        self.data = data
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    def command(self) -> list[str]:
+        return [chroma_command(), "run", "--path", str(self.data), "--host", HOST, "--port", str(self.port)]
+
+    def alive(self) -> bool:
+        return answers(f"{self.url}/api/v2/heartbeat")
+
+    def wait_until_alive(self, within: float = 60) -> None:
+        """For a server someone else started: wait for its heartbeat."""
+        deadline = time.monotonic() + within
+        while not self.alive():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no Chroma server answers at {self.url} after {within} s")
+            time.sleep(0.2)
+
+
+class AppProcess(ServerProcess):
+    """`python -m ui` (the chat app) on loopback, as a user would start it, with `env` added to ours."""
+
+    name = "the app"
+    cwd = Path(__file__).resolve().parent.parent
+
+    def __init__(self, log: Path, env: dict[str, str], *args: str):
+        super().__init__(log)
+        self.env, self.args = {**os.environ, **env}, args
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}/"
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "ui", "--port", str(self.port), *self.args]
+
+    def alive(self) -> bool:
+        return f"Chat app running at {self.url}" in self.log_tail()
+
+    def start(self, ready_within: float = 300) -> AppProcess:
+        return super().start(ready_within)
+
+
+def chroma_command() -> str:
+    """The `chroma` CLI beside this Python (the venv's), else the one on PATH."""
+    beside = Path(sys.executable).parent / "chroma"
+    found = str(beside) if beside.exists() else shutil.which("chroma")
+    if not found:
+        raise RuntimeError("the `chroma` command (package chromadb) is not installed")
+    return found
 
 
 @dataclass

@@ -7,14 +7,11 @@ it is missing the tests are skipped, except in CI (CI=true), where that is a fai
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 from conftest import SEED_FILE, settings_for, write_jsonl
+from servers import AppProcess, free_port
 
 from rag.config import PROJECT_ROOT
 from rag.service import RagService
@@ -50,12 +47,6 @@ POISON = {
     "url": "javascript:alert(8)",
 }
 FINAL = "#rag-chat .rag-answer:not(.rag-streaming)"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -254,47 +245,19 @@ def test_python_m_ui_serves_the_app_behind_a_login(tmp_path):
     from gradio_client import Client
     from gradio_client.exceptions import AuthenticationError
 
-    port = free_port()
     env = {
-        **os.environ,
         "RAG_CONFIG": "extractive",
         "RAG_VECTORSTORE__PATH": str(tmp_path / "index"),
         "UI_TEST_LOGIN": "reader:s3cret",
     }
-    log = tmp_path / "server.log"
-    with log.open("w") as output:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "ui", "--port", str(port), "--auth-env", "UI_TEST_LOGIN"],
-            cwd=PROJECT_ROOT,
-            env=env,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        url = f"http://127.0.0.1:{port}/"
-        wait_for_server(server, port, log)
+    with AppProcess(tmp_path / "server.log", env, "--auth-env", "UI_TEST_LOGIN") as app:
         with pytest.raises(AuthenticationError, match="credentials were not provided"):
-            Client(url, verbose=False)
+            Client(app.url, verbose=False)
         with pytest.raises(ValueError, match="Could not login"):
-            Client(url, auth=("reader", "wrong"), verbose=False)
-        result = Client(url, auth=("reader", "s3cret"), verbose=False).predict(RXNFLOW, api_name="/ask")
+            Client(app.url, auth=("reader", "wrong"), verbose=False)
+        result = Client(app.url, auth=("reader", "s3cret"), verbose=False).predict(RXNFLOW, api_name="/ask")
         assert result["cited"] and result["cited"][0] == result["sources"][0]["paper_id"]
         assert result["config"] == "extractive"
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-    output = log.read_text()
-    assert f"Chat app running at {url}" in output
+    output = app.log_tail()
+    assert f"Chat app running at {app.url}" in output
     assert "NO login" not in output and "Traceback" not in output
-
-
-def wait_for_server(server: subprocess.Popen, port: int, log: Path, timeout: float = 240) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            pytest.fail(f"the app exited with {server.returncode}: {log.read_text()}")
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.5)
-    pytest.fail(f"the app did not listen on port {port} within {timeout:.0f} s")

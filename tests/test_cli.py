@@ -68,21 +68,13 @@ def test_bad_lines_are_warned_about_and_the_rest_ingested(tmp_path):
     assert strict.returncode == 1 and f"{path}:2" in strict.stderr
 
 
-def test_help_is_quick():
-    started = time.perf_counter()
+def test_help_loads_no_heavy_library():
     result = subprocess.run([sys.executable, "-m", "rag.cli", "--help"], capture_output=True, text=True)
     assert result.returncode == 0 and "ingest" in result.stdout
-    probe = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys, rag.cli; rag.cli.build_parser(); print(sorted(m for m in ('torch', 'chromadb', 'langchain_core') if m in sys.modules))",
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert probe.stdout.strip() == "[]"
-    assert time.perf_counter() - started < 60
+    probe = "import sys, rag.cli; rag.cli.build_parser(); print(sorted(m for m in {} if m in sys.modules))"
+    heavy = ("torch", "chromadb", "langchain_core")
+    found = subprocess.run([sys.executable, "-c", probe.format(heavy)], capture_output=True, text=True)
+    assert found.stdout.strip() == "[]"
 
 
 def _ingest_process(path, index, batch):

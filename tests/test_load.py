@@ -19,6 +19,7 @@ import time
 import urllib.error
 import urllib.request
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -154,11 +155,15 @@ def track_the_model(service: RagService) -> tuple[Concurrency, Concurrency]:
 def test_the_bundled_model_serves_users_at_once_one_answer_at_a_time(seed_index, embeddings):
     llm = {"timeout": REAL_MODEL_TIMEOUT, "max_tokens": SHORT_ANSWERS}
     service = service_over(seed_index, embeddings, "default", llm=llm, ui={"concurrency_limit": 2})
-    alone = expectations(service, seed_questions(), limit=2, text=True)  # greedy decoding: the same text again
+    alone = expectations(service, seed_questions(), limit=2, text=True)  # questions the model answers with a citation
     assert len(alone) == 2
     asking, generating = track_the_model(service)
+    # Not the same words as alone: llama.cpp reuses the cached start of the previous prompt, and
+    # evaluating the rest in other batches can tip greedy decoding to another token. Each answer must
+    # still carry exactly its own question's sources and cite only among them.
+    fresh = [replace(expected, text=None) for expected in alone]
     with app_in_process(service) as url:
-        results, _ = run_users(url, plan(alone, clients=2, questions=1), timeout=REAL_MODEL_TIMEOUT)
+        results, _ = run_users(url, plan(fresh, clients=2, questions=1), timeout=REAL_MODEL_TIMEOUT)
     assert len(results) == 2 and bad(results) == []
     assert asking.most >= 2  # the users' answers reached the model together...
     assert generating.most == 1  # ...and it generated one at a time (llama.cpp contexts are not thread-safe)
@@ -341,7 +346,11 @@ def test_a_model_server_that_dies_under_load_gives_fallbacks_then_recovers(seed_
             users.join(600)
         finally:
             llama_server.start()  # the session's other tests use it too
-        back, _ = run_users(url, plan(alone, clients=2, questions=1), timeout=REAL_MODEL_TIMEOUT)
+        # A restarted llama.cpp server starts with a cold prompt cache, and evaluating a prompt in other
+        # batches can tip greedy decoding to another token: its answers need not be word for word the
+        # ones before the outage, only its own, correctly sourced and cited.
+        fresh = [replace(expected, text=None) for expected in alone]
+        back, _ = run_users(url, plan(fresh, clients=2, questions=1), timeout=REAL_MODEL_TIMEOUT)
     # Every answer during the outage is still its own correct, cited answer: the extractive one,
     # marked with why the model failed.
     assert len(outage) == 4 and bad(outage) == []
@@ -349,7 +358,7 @@ def test_a_model_server_that_dies_under_load_gives_fallbacks_then_recovers(seed_
     assert len(failed) >= 3, failed  # the answer being written when it died, and those asked after
     assert all(reason.startswith(prefix) for reason in failed), failed
     assert sum("cannot connect to the model server" in reason for reason in failed) >= 2, failed
-    # After the restart the model answers again by itself, the same answer as before the outage.
+    # After the restart the model answers again by itself.
     assert len(back) == 2 and bad(back) == [] and all(r.payload["fallback"] is None for r in back)
 
 

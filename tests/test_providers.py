@@ -82,6 +82,12 @@ def local_llm(seeded, embeddings) -> RagService:
     return service
 
 
+@pytest.fixture(scope="module")
+def extractive_text(seeded) -> str:
+    """What the extractive answerer says to QUESTION: the fallback every failure should give."""
+    return seeded.answer(QUESTION).text
+
+
 @pytest.fixture
 def key(monkeypatch):
     monkeypatch.setenv(KEY_ENV, FAKE_KEY)
@@ -225,7 +231,9 @@ def test_the_model_is_loaded_once_per_service(seeded, embeddings, monkeypatch):
 
 @pytest.mark.slow
 def test_a_long_context_is_trimmed_so_the_prompt_fits_n_ctx(seeded, embeddings):
-    service = build(seeded, embeddings, "default", n_ctx=512, max_tokens=32, context_tokens=100_000)
+    service = build(
+        seeded, embeddings, "default", n_ctx=512, max_tokens=32, context_tokens=100_000, timeout=REAL_MODEL_TIMEOUT
+    )
     question = QUESTION + " " + " ".join(["Please explain the building blocks and the templates in detail."] * 12)
     sources = seeded.retrieve(QUESTION, k=10)
     provider = service.provider
@@ -243,7 +251,7 @@ def test_a_long_context_is_trimmed_so_the_prompt_fits_n_ctx(seeded, embeddings):
 
 
 @pytest.mark.parametrize("problem", ["missing", "not-gguf", "broken-gguf"])
-def test_a_bad_model_file_names_the_cause_and_falls_back(seeded, embeddings, tmp_path, problem):
+def test_a_bad_model_file_names_the_cause_and_falls_back(seeded, embeddings, extractive_text, tmp_path, problem):
     path = tmp_path / "model.gguf"
     if problem == "not-gguf":
         path.write_text("this is a text file, not a model\n")
@@ -253,7 +261,7 @@ def test_a_bad_model_file_names_the_cause_and_falls_back(seeded, embeddings, tmp
     expected = {"missing": "model file not found", "not-gguf": "is not a GGUF model file", "broken-gguf": "cannot load"}
     assert answer.fallback.startswith("llamacpp: ") and expected[problem] in answer.fallback
     assert str(path) in answer.fallback
-    assert answer.cited and answer.text == seeded.answer(QUESTION).text  # the extractive answer
+    assert answer.cited and answer.text == extractive_text  # the extractive answer
 
 
 # -- openai: llama.cpp's OpenAI-compatible server on loopback -----------------------------------
@@ -288,7 +296,9 @@ FAILURES = {
 
 
 @pytest.mark.parametrize("failure", FAILURES)
-def test_a_failing_server_gives_the_extractive_answer_with_the_reason(seeded, embeddings, key, failure):
+def test_a_failing_server_gives_the_extractive_answer_with_the_reason(
+    seeded, embeddings, extractive_text, key, failure
+):
     make, cause = FAILURES[failure]
     scripted = make() if make else None
     url = f"http://127.0.0.1:{free_port()}/v1"
@@ -297,7 +307,7 @@ def test_a_failing_server_gives_the_extractive_answer_with_the_reason(seeded, em
         answer = hosted(seeded, embeddings, url).answer(QUESTION)
         elapsed = time.monotonic() - started
     assert answer.fallback.startswith(f"openai at {url}: ") and cause in answer.fallback
-    assert answer.text == seeded.answer(QUESTION).text and answer.cited
+    assert answer.text == extractive_text and answer.cited
     assert elapsed < 30  # the 1 s timeout holds: no hang (the rest is retrieval on a busy machine)
 
 

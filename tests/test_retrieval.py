@@ -13,7 +13,7 @@ import pytest
 from conftest import SEED_FILE, seed_abstracts, settings_for, write_jsonl
 
 from rag.config import PROJECT_ROOT
-from rag.retrieval import Candidate, Filters, mmr
+from rag.retrieval import PASSAGE_GAP, Candidate, Filters, mmr
 from rag.service import RagService
 
 MODES = ("dense", "bm25", "hybrid")
@@ -109,6 +109,19 @@ def test_per_query_k_overrides_the_configured_k(listed):
     assert len(service.retrieve("diffusion models", k=1)) == 1
     eight = service.retrieve("diffusion models", k=8)
     assert len({source.paper_id for source in eight}) == 8
+
+
+def test_overlapping_passages_of_a_paper_are_merged_into_spans_of_its_abstract(listed):
+    service = in_mode(listed, "hybrid", passages_per_paper=3)
+    abstracts = {f"p{i:02d}": text for i, text in enumerate(seed_abstracts())}
+    sources = service.retrieve("molecules generated from reaction templates and building blocks", k=5)
+    for source in sources:
+        parts, spans = source.text.split(PASSAGE_GAP), source.metadata["passages"]
+        assert parts == [abstracts[source.paper_id][span["start"] : span["end"]] for span in spans]
+        assert all(spans[i]["end"] < spans[i + 1]["start"] for i in range(len(spans) - 1))
+    # Seed abstracts of over 1,500 characters take two or more 200-token chunks; with three passages
+    # per paper, one whole abstract comes back as a single span, each overlap once.
+    assert any(source.text == abstracts[source.paper_id] and len(source.text) > 1500 for source in sources)
 
 
 def test_mmr_skips_a_near_duplicate_for_a_different_paper():

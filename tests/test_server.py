@@ -13,8 +13,8 @@ import uuid
 from itertools import islice
 
 import pytest
-from chroma_server import HOST, ChromaServer, free_port
 from conftest import FULL_LIST, SEED_FILE, settings_for, write_jsonl
+from servers import HOST, ChromaServer, free_port
 
 from rag.errors import StoreError
 from rag.papers import load_papers
