@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from rag.config import load_config  # noqa: E402
+from rag.config import with_overrides  # noqa: E402
 from rag.evaluate import Outcome, ServiceSystem, evaluate, load_questions, metrics_table  # noqa: E402
 from rag.papers import load_papers  # noqa: E402
 from rag.service import RagService  # noqa: E402
@@ -43,11 +43,7 @@ class TextbookSystem:
 
 
 def service_in_mode(config: str, index: Path, mode: str) -> RagService:
-    settings = load_config(config)
-    values = settings.model_dump()
-    values["vectorstore"]["path"] = str(index)
-    values["retrieval"]["mode"] = mode
-    return RagService(type(settings)(**values))
+    return RagService(with_overrides(config, vectorstore={"path": str(index)}, retrieval={"mode": mode}))
 
 
 def main() -> int:

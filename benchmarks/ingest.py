@@ -98,15 +98,11 @@ def run_child(args: argparse.Namespace) -> dict:
     shutil.rmtree(args.keep, ignore_errors=True)
     if args.child == "textbook":
         return textbook(sample, args.keep)
-    from rag.config import load_config
+    from rag.config import with_overrides
     from rag.service import RagService
 
-    values = load_config(args.config).model_dump()
-    values["vectorstore"]["path"] = str(args.keep)
-    if args.backends:
-        values["embedding"]["backend"] = args.backends
-    values["embedding"]["onnx_cache"] = str(ROOT / ".rag" / "models")
-    settings = type(load_config(args.config))(**values)
+    embedding = {"onnx_cache": str(ROOT / ".rag" / "models")} | ({"backend": args.backends} if args.backends else {})
+    settings = with_overrides(args.config, vectorstore={"path": str(args.keep)}, embedding=embedding)
     started = time.perf_counter()
     service = RagService(settings)
     service.embeddings.embed_query("warm-up")  # the model loads here, timed as "load"

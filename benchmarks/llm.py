@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rag.config import Settings, load_config  # noqa: E402
+from rag.config import with_overrides  # noqa: E402
 from rag.results import Answer  # noqa: E402
 from rag.service import RagService  # noqa: E402
 
@@ -63,9 +63,9 @@ def main() -> int:
     questions = questions[: args.limit] if args.limit else questions
 
     with tempfile.TemporaryDirectory() as scratch:
-        values = load_config(args.config).model_dump()
-        values["vectorstore"]["path"] = args.index or str(Path(scratch) / "index")
-        service = RagService(Settings(**values))
+        service = RagService(
+            with_overrides(args.config, vectorstore={"path": args.index or str(Path(scratch) / "index")})
+        )
         started = time.perf_counter()
         service.ensure_index()
         indexed = time.perf_counter() - started

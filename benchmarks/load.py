@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from loadgen import RssSampler, expectations, plan, rss_mib, run_users, seed_questions, summary  # noqa: E402
 from servers import AppProcess  # noqa: E402
 
-from rag.config import BUNDLED_SEEDS, Settings, load_config  # noqa: E402
+from rag.config import BUNDLED_SEEDS, with_overrides  # noqa: E402
 from rag.service import RagService  # noqa: E402
 
 
@@ -62,7 +62,7 @@ def main() -> int:
             env["RAG_UI__CONCURRENCY_LIMIT"] = str(args.concurrency)
         if args.max_queue:
             env["RAG_UI__MAX_QUEUE"] = str(args.max_queue)
-        settings = Settings(**{**load_config(args.config).model_dump(), "ui": ui_overrides(args)})
+        settings = with_overrides(args.config, ui=ui_overrides(args))
         print(
             f"app: config {args.config}, ui.concurrency_limit {settings.ui.concurrency_limit}, "
             f"ui.max_queue {settings.ui.max_queue}; {args.users} users x {args.questions} questions; "
@@ -120,7 +120,7 @@ def main() -> int:
 
 
 def ui_overrides(args) -> dict:
-    ui = load_config(args.config).ui.model_dump()
+    ui = {}
     if args.concurrency:
         ui["concurrency_limit"] = args.concurrency
     if args.max_queue:
@@ -130,9 +130,7 @@ def ui_overrides(args) -> dict:
 
 def build_index(index: Path) -> RagService:
     """The seeds ingested into `index`; returns the extractive service over it (the reference)."""
-    values = load_config("extractive").model_dump()
-    values["vectorstore"]["path"] = str(index)
-    service = RagService(Settings(**values))
+    service = RagService(with_overrides("extractive", vectorstore={"path": str(index)}))
     service.ingest([BUNDLED_SEEDS])
     return service
 

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rag.config import load_config  # noqa: E402
+from rag.config import with_overrides  # noqa: E402
 from rag.evaluate import ServiceSystem, evaluate, load_questions, metrics_table  # noqa: E402
 from rag.service import RagService  # noqa: E402
 
@@ -73,13 +73,10 @@ def main() -> int:
 
 
 def service_for(config: str, backend: str, folder: Path, mode: str) -> RagService:
-    settings = load_config(config)
-    values = settings.model_dump()
-    values["vectorstore"]["path"] = str(folder)
-    values["embedding"]["backend"] = backend
-    values["embedding"]["onnx_cache"] = str(ROOT / ".rag" / "models")
-    values["retrieval"]["mode"] = mode
-    return RagService(type(settings)(**values))
+    embedding = {"backend": backend, "onnx_cache": str(ROOT / ".rag" / "models")}
+    return RagService(
+        with_overrides(config, vectorstore={"path": str(folder)}, embedding=embedding, retrieval={"mode": mode})
+    )
 
 
 def load_average() -> str:

@@ -38,16 +38,14 @@ def main() -> int:
 
     import torch
 
-    from rag.config import load_config
+    from rag.config import with_overrides
     from rag.evaluate import load_questions
     from rag.retrieval import Filters
     from rag.service import RagService
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    config = load_config(args.config)
-    if args.mode:
-        config = config.model_copy(update={"retrieval": config.retrieval.model_copy(update={"mode": args.mode})})
+    config = with_overrides(args.config, retrieval={"mode": args.mode} if args.mode else {})
     service = RagService(config)
     questions = [q.question for q in load_questions(args.questions)]
     service.retrieve("warm-up question about diffusion models", args.k, Filters())

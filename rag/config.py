@@ -214,6 +214,15 @@ def load_config(config: str | os.PathLike | Settings | None = None) -> Settings:
         raise ConfigError(f"{path}: {key}: {first['msg']}") from None
 
 
+def with_overrides(config: str | os.PathLike | Settings | None = None, **sections: dict[str, Any]) -> Settings:
+    """`load_config(config)` with some keys of its sections replaced, e.g.
+    `with_overrides("extractive", vectorstore={"path": "/tmp/index"}, retrieval={"mode": "bm25"})`."""
+    values = load_config(config).model_dump()
+    for section, overrides in sections.items():
+        values[section].update(overrides)
+    return Settings(**values)
+
+
 def _find_config_file(name: str | os.PathLike) -> Path:
     path = Path(name)
     if path.suffix in (".yaml", ".yml") or path.parent != Path("."):

@@ -215,7 +215,7 @@ class LexicalStore:
     def current(self, state: LexicalState | None = None) -> Bm25Index:
         """The index for what the collection holds now (`state`, read here if not given); loads or
         rebuilds only when that changed."""
-        state = state or self.index.lexical_state()
+        state = state if state is not None else self.index.lexical_state()
         loaded = self._loaded
         if loaded is not None and loaded.state == state:
             return loaded

@@ -157,7 +157,7 @@ class Retriever:
 
 def joined(hits: list[tuple[Document, float, Any]]) -> tuple[str, list[dict]]:
     """The passages of (chunk, score, vector) hits in abstract order, with their spans; overlapping
-    or touching passages are merged (neighbouring chunks share a sentence by design), so no sentence repeats."""
+    passages are merged (neighbouring chunks share a sentence by design), so no sentence repeats."""
     pieces: list[str] = []
     spans: list[dict] = []
     for chunk, score, _ in sorted(hits, key=lambda hit: hit[0].metadata.get("start", 0)):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.config import PROJECT_ROOT, Settings, load_config
+from rag.config import PROJECT_ROOT, Settings, with_overrides
 from rag.service import RagService
 
 SEED_FILE = PROJECT_ROOT / "seeds" / "000_c52ea64f75263f30.txt"
@@ -27,11 +27,8 @@ def _no_rag_environment(monkeypatch):
 
 def settings_for(index_dir: Path, config: str = "extractive", **sections) -> Settings:
     """A shipped config with its index moved to `index_dir` and any sections overridden."""
-    values = load_config(config).model_dump()
-    values["vectorstore"]["path"] = str(index_dir)
-    for section, overrides in sections.items():
-        values[section].update(overrides)
-    return Settings(**values)
+    vectorstore = {"path": str(index_dir), **sections.pop("vectorstore", {})}
+    return with_overrides(config, vectorstore=vectorstore, **sections)
 
 
 @pytest.fixture(scope="session")

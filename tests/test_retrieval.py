@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import SEED_FILE, seed_abstracts, settings_for, write_jsonl
 
-from rag.config import PROJECT_ROOT
+from rag.config import PROJECT_ROOT, with_overrides
 from rag.retrieval import PASSAGE_GAP, Candidate, Filters, mmr
 from rag.service import RagService
 
@@ -51,9 +51,8 @@ def listed(tmp_path_factory, embeddings) -> RagService:
 
 def in_mode(service: RagService, mode: str, **retrieval) -> RagService:
     """Another service over the same index (same Chroma client), in another retrieval mode."""
-    values = service.config.model_dump()
-    values["retrieval"].update(mode=mode, **retrieval)
-    return RagService(type(service.config)(**values), embeddings=service.embeddings, client=service.client)
+    settings = with_overrides(service.config, retrieval={"mode": mode, **retrieval})
+    return RagService(settings, embeddings=service.embeddings, client=service.client)
 
 
 def gold_of(text: str) -> str:
