@@ -29,8 +29,11 @@ class Chunker:
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length
         self.config = config
+        # The splitter measures every sentence twice (to split, then to merge) and tokenising is most
+        # of its time: recent counts are remembered.
+        self.count_tokens = lru_cache(maxsize=4096)(self._count_tokens)
 
-    def count_tokens(self, text: str) -> int:
+    def _count_tokens(self, text: str) -> int:
         return len(self.tokenizer.tokenize(text))
 
     def chunk(self, paper: PaperRecord) -> list[Document]:
