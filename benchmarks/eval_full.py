@@ -60,7 +60,6 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write every report here")
     args = parser.parse_args()
 
-    expected = sum(1 for _ in load_papers([args.corpus]))
     index = args.cache / "ours"
     services = {mode: service_in_mode(args.config, index, mode) for mode in args.modes.split(",")}
     first = next(iter(services.values()))
@@ -76,7 +75,7 @@ def main() -> int:
         from textbook import TextbookBaseline
 
         baseline = TextbookBaseline(args.cache / "textbook")
-        if baseline.paper_count() < expected:
+        if baseline.paper_count() < sum(1 for _ in load_papers([args.corpus])):
             print(f"building the textbook index in {args.cache / 'textbook'} ...", file=sys.stderr)
             baseline.build(args.corpus, log=lambda line: print(line, file=sys.stderr))
         systems.append(TextbookSystem(baseline))
