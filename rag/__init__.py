@@ -1,17 +1,27 @@
 """Question answering over research-paper abstracts, with cited sources.
 
-    from rag import answer, retrieve
-    a = answer("Which agent plays Hanabi with unfamiliar partners?")
-    a.text, a.sources, a.cited, a.refused
+>>> import rag
+>>> a = rag.answer("How many reaction templates does RxnFlow use?", config="extractive")
+>>> a.refused, len(a.sources)
+(False, 5)
+>>> set(a.cited) <= {source.paper_id for source in a.sources}
+True
+>>> b = rag.answer("What is the bright ending anomaly?", config="extractive")  # a second call works too
+>>> b.refused
+False
+>>> len(rag.retrieve("discrete diffusion sampling schedules", k=2, config="extractive"))
+2
 
 Importing this package loads nothing heavy; the first call builds a `RagService` for its config
-and keeps a few of them, so repeated calls don't reload the models.
+and keeps a few of them, so repeated calls don't reload the models. The functions may be called
+from several threads at once.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -20,22 +30,32 @@ if TYPE_CHECKING:
     from rag.retrieval import Filters
     from rag.service import RagService
 
-__all__ = ["answer", "retrieve", "service", "stream_answer"]
+# No public name here may equal a submodule's: importing `rag.service` binds `rag.service` to the module.
+__all__ = ["answer", "get_service", "retrieve", "stream_answer"]
+
+_SERVICES_KEPT = 4
+_services: OrderedDict[str, RagService] = OrderedDict()
+_services_lock = threading.Lock()
 
 
-def service(config: str | Settings | None = None) -> RagService:
-    """The service for a config name, path or Settings (None: $RAG_CONFIG, else default)."""
+def get_service(config: str | Settings | None = None) -> RagService:
+    """The shared service for a config name, path or Settings (None: $RAG_CONFIG, else default).
+
+    The same settings get the same service; the few most recently used are kept.
+    """
     from rag.config import load_config
 
-    return _service_for(load_config(config).model_dump_json())
+    settings = load_config(config)
+    key = settings.model_dump_json()
+    with _services_lock:  # one service per settings, even when threads ask for it at once
+        if key not in _services:
+            from rag.service import RagService
 
-
-@lru_cache(maxsize=4)
-def _service_for(settings_json: str) -> RagService:
-    from rag.config import Settings
-    from rag.service import RagService
-
-    return RagService(Settings.model_validate_json(settings_json))
+            _services[key] = RagService(settings)
+            if len(_services) > _SERVICES_KEPT:
+                _services.popitem(last=False)
+        _services.move_to_end(key)
+        return _services[key]
 
 
 def answer(
@@ -46,7 +66,7 @@ def answer(
     filters: Filters | None = None,
 ) -> Answer:
     """A cited answer: `text` with `[n]` markers that refer to `sources[n - 1]`."""
-    return service(config).answer(question, history=history, k=k, filters=filters)
+    return get_service(config).answer(question, history=history, k=k, filters=filters)
 
 
 def stream_answer(
@@ -57,11 +77,11 @@ def stream_answer(
     filters: Filters | None = None,
 ) -> Iterator[str | Answer]:
     """Text pieces as the model writes them, then the final `Answer`."""
-    return service(config).stream_answer(question, history=history, k=k, filters=filters)
+    return get_service(config).stream_answer(question, history=history, k=k, filters=filters)
 
 
 def retrieve(
-    question: str, k: int = 5, config: str | Settings | None = None, filters: Filters | None = None
+    question: str, k: int | None = None, config: str | Settings | None = None, filters: Filters | None = None
 ) -> list[Source]:
-    """The k best-matching papers, one `Source` each, best first."""
-    return service(config).retrieve(question, k=k, filters=filters)
+    """The best-matching papers (k of them, default `retrieval.k`), one `Source` each, best first."""
+    return get_service(config).retrieve(question, k=k, filters=filters)

@@ -25,6 +25,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; run the same command again to continue", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return reader_went_away()
+
+
+def reader_went_away() -> int:
+    """Stdout's reader closed the pipe (`rag stats | head -1`): stop quietly, as Unix tools do.
+
+    Python would otherwise print a traceback, and another one when it flushes stdout at exit;
+    pointing stdout at /dev/null silences the second (Python's docs, "Note on SIGPIPE").
+    """
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 141  # 128 + SIGPIPE: what a shell reports for a tool that a closed pipe stopped
 
 
 def build_parser() -> argparse.ArgumentParser:

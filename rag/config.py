@@ -25,6 +25,15 @@ BUNDLED_SEEDS = PROJECT_ROOT / "seeds"
 BUNDLED_EMBEDDING = "all-MiniLM-L6-v2"
 
 
+def data_dir() -> Path:
+    """The one per-user place for the index and model exports, whatever the working directory:
+    the platform's user data folder (on Linux `$XDG_DATA_HOME/abstract-rag`, else
+    `~/.local/share/abstract-rag`). Each path can still be set by config or environment."""
+    from platformdirs import user_data_path
+
+    return user_data_path("abstract-rag", appauthor=False)
+
+
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -43,7 +52,7 @@ class EmbeddingConfig(Section):
     )
     batch_size: int = Field(64, ge=1, description="Texts embedded per model call.")
     onnx_cache: Path = Field(
-        Path(".rag/models"),
+        default_factory=lambda: data_dir() / "models",
         description="Folder where the onnx backends keep the export they build from the local weights on first use.",
     )
     threads: int | None = Field(None, ge=1, description="CPU threads of the onnx backends; empty means all cores.")
@@ -62,7 +71,10 @@ class IngestConfig(Section):
 
 class VectorstoreConfig(Section):
     mode: Literal["persistent", "http"] = Field("persistent", description="On-disk Chroma, or a Chroma server.")
-    path: Path = Field(Path(".rag/index"), description="Directory of the on-disk index (persistent mode).")
+    path: Path = Field(
+        default_factory=lambda: data_dir() / "index",
+        description="Directory of the on-disk index (persistent mode); default: the user data folder's index/.",
+    )
     host: str = Field("localhost", description="Chroma server host (http mode).")
     port: int = Field(8000, description="Chroma server port (http mode).")
     ssl: bool = Field(False, description="Use HTTPS to reach the server (http mode).")
@@ -93,7 +105,7 @@ class RetrievalConfig(Section):
     mmr_lambda: float = Field(0.7, ge=0, le=1, description="MMR: 1 keeps the ranking, 0 only seeks novelty.")
     mmr_pool: int = Field(20, ge=1, description="MMR: best-ranked papers it chooses the k from.")
     lexical_cache: Path = Field(
-        Path(".rag/lexical"),
+        default_factory=lambda: data_dir() / "lexical",
         description="Where the BM25 index of a Chroma server's collection is cached (http mode); "
         "in persistent mode it sits in the index folder.",
     )

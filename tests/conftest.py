@@ -25,6 +25,22 @@ def _no_rag_environment(monkeypatch):
             monkeypatch.delenv(name)
 
 
+def user_environment(home: Path) -> dict[str, str]:
+    """The environment of a new user whose per-user data folder is `home/data`: the default index
+    starts empty there, while the ONNX export built once by this test run is reused. The `rag`
+    command of the running interpreter comes first on PATH."""
+    import os
+    import sys
+
+    from rag.config import data_dir
+
+    env = {name: value for name, value in os.environ.items() if not name.startswith("RAG_")}
+    env["RAG_EMBEDDING__ONNX_CACHE"] = str(data_dir() / "models")
+    env["XDG_DATA_HOME"] = str(home / "data")
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
 def settings_for(index_dir: Path, config: str = "extractive", **sections) -> Settings:
     """A shipped config with its index moved to `index_dir` and any sections overridden."""
     vectorstore = {"path": str(index_dir), **sections.pop("vectorstore", {})}
