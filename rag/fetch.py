@@ -2,7 +2,7 @@
 
 The official client (`openreview-py`, the optional extra `[openreview]`) does the HTTP: it retries
 429 and 5xx answers with backoff and waits as long as the server's Retry-After says. Pages are read
-in id order (`sort=id`, `after=<last id>`), so the output is written page by page to `OUT.part`:
+in id order (`sort=id`, `after=<last id>`), so the output is written page by page to `OUT.VENUE.part`:
 a killed fetch continues after the last id in that file, with no duplicates, and only a complete
 fetch replaces OUT. A fetch into an existing complete OUT therefore re-reads the venue (a refresh)
 and keeps the old file until the new one is whole.
@@ -81,7 +81,7 @@ class FetchReport:
     venue: str
     path: Path
     written: int = 0
-    resumed: int = 0  # records already in OUT.part from a fetch that was stopped
+    resumed: int = 0  # records already in OUT.VENUE.part from a fetch that was stopped
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -99,7 +99,12 @@ def resolve_venue(name: str) -> str:
 
 
 def default_output(venue_id: str, config: FetchConfig) -> Path:
-    return config.folder / (re.sub(r"[^A-Za-z0-9.]+", "-", venue_id).strip("-") + ".jsonl")
+    return config.folder / f"{slug(venue_id)}.jsonl"
+
+
+def slug(venue_id: str) -> str:
+    """A venue id as a file name: ICLR.cc/2025/Conference -> ICLR.cc-2025-Conference."""
+    return re.sub(r"[^A-Za-z0-9.]+", "-", venue_id).strip("-")
 
 
 def fetch_venue(
@@ -112,7 +117,7 @@ def fetch_venue(
     if not out.name.endswith(".jsonl"):
         raise ConfigError(f"{out}: the output of a fetch is a .jsonl file")
     started = time.perf_counter()
-    part = out.with_name(out.name + ".part")
+    part = out.with_name(f"{out.name}.{slug(venue_id)}.part")  # another venue into OUT never resumes this one
     done = _resume(part)
     report = FetchReport(venue_id, out, resumed=len(done))
     # The client reports each retry with print(); stdout is for results, so they become short notes on stderr.
@@ -231,7 +236,7 @@ def _resume(part: Path) -> set[str]:
 
 @contextlib.contextmanager
 def _client_errors(url: str, venue_id: str) -> Iterator[None]:
-    """The client's exceptions as one FetchError line; what was written stays in OUT.part."""
+    """The client's exceptions as one FetchError line; what was written stays in OUT.VENUE.part."""
     import requests
 
     OpenReviewException = openreview_module().OpenReviewException  # noqa: N806 - an exception class

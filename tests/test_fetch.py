@@ -47,7 +47,7 @@ def test_fetch_writes_every_note_with_an_abstract_in_the_ingest_format(server, t
     records = read_jsonl(out)
     expected = with_abstract(server.fixture)
     assert [r["id"] for r in records] == [n["id"] for n in expected]
-    assert report.written == len(expected) and not out.with_name("iclr.jsonl.part").exists()
+    assert report.written == len(expected) and not list(tmp_path.glob("*.part"))
     assert report.problems == ["F6fixNoAbs: no abstract; skipped"]
     by_id = {r["id"]: r for r in records}
     assert {key: by_id[key]["status"] for key in by_id} == {
@@ -89,7 +89,7 @@ def test_pages_follow_ids_and_a_429_is_retried_after_its_retry_after(server, tmp
 
 def test_a_killed_fetch_continues_where_it_stopped_without_duplicates(tmp_path):
     out = tmp_path / "iclr.jsonl"
-    part = tmp_path / "iclr.jsonl.part"
+    part = tmp_path / "iclr.jsonl.ICLR.cc-2025-Conference.part"
     fixture = OpenReviewFixture(hang_on=3)  # the third page hangs: the first two are written
     with FixtureServer(fixture) as server:
         environment = {**os.environ, "RAG_FETCH__OPENREVIEW_URL": server.url}
