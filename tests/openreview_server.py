@@ -1,7 +1,7 @@
 """A small OpenReview API v2 stand-in on loopback, for `rag fetch` without the internet.
 
-It answers the two routes the official client calls for a fetch, as the API does: `GET /groups?id=`
-and `GET /notes?invitation=&sort=id&limit=&after=&count=`, from the hand-written notes in
+It answers the routes the official client calls for a fetch, as the API does: `GET /groups?id=`,
+`GET /notes?invitation=&sort=id&limit=&after=&count=` and `POST /login`, from the hand-written notes in
 fixtures/openreview_iclr2025.json. Like the real server it gives at most `page_cap` notes a page
 (here 3, so 8 notes make three pages), and it can misbehave on cue: a 429 with Retry-After, or a
 request that hangs until released (to kill a fetch mid-way).
@@ -33,6 +33,7 @@ class Seen:
     query: dict[str, str]
     at: float
     status: int = 200
+    authorization: str | None = None
 
 
 @dataclass
@@ -45,6 +46,8 @@ class OpenReviewFixture:
     hang_on: int | None = None  # the /notes request that waits for `release`
     release: threading.Event = field(default_factory=threading.Event)
     seen: list[Seen] = field(default_factory=list)
+    account: tuple[str, str] = ("ada@example.org", "fixture-password")  # the one user POST /login knows
+    token: str = "fixture-token"
 
     def __post_init__(self):
         data = json.loads(FIXTURE.read_text(encoding="utf-8"))
@@ -59,9 +62,15 @@ class OpenReviewFixture:
     def notes_requests(self) -> list[Seen]:
         return [request for request in self.seen if request.path == "/notes"]
 
-    def answer(self, path: str, query: dict[str, str]) -> tuple[int, dict, dict[str, str]]:
+    def login(self, body: dict) -> tuple[int, dict]:
+        """POST /login: a token for the known account, as the API answers it."""
+        if (body.get("id"), body.get("password")) != self.account:
+            return 400, {"name": "LoginError", "message": "Invalid username or password"}
+        return 200, {"token": self.token, "user": {"id": self.account[0], "profile": {"id": "~Ada_Example1"}}}
+
+    def answer(self, path: str, query: dict[str, str], authorization: str | None = None) -> tuple[int, dict, dict]:
         """(status, JSON body, extra headers) for one GET."""
-        request = Seen(path, query, time.monotonic())
+        request = Seen(path, query, time.monotonic(), authorization=authorization)
         self.seen.append(request)
         if path == "/groups":
             group = self.groups.get(query.get("id", ""))
@@ -101,7 +110,17 @@ class FixtureServer:
             def do_GET(self):  # noqa: N802 - the name http.server looks for
                 url = urlparse(self.path)
                 query = {key: values[-1] for key, values in parse_qs(url.query).items()}
-                status, body, headers = fixture.answer(url.path, query)
+                self.send(*fixture.answer(url.path, query, self.headers.get("Authorization")))
+
+            def do_POST(self):  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if urlparse(self.path).path == "/login":
+                    self.send(*fixture.login(body), {})
+                else:
+                    self.send(404, {"name": "NotFoundError", "message": "Not Found"}, {})
+
+            def send(self, status: int, body: dict, headers: dict[str, str]) -> None:
                 data = json.dumps(body).encode()
                 try:
                     self.send_response(status)

@@ -35,6 +35,13 @@ def rag(*args: str, url: str, timeout: float = 300, **env: str) -> subprocess.Co
     )
 
 
+@pytest.fixture(autouse=True)
+def _no_openreview_account(monkeypatch):
+    """Each test says whether it logs in; a developer's own OpenReview login must not leak in."""
+    for name in ("OPENREVIEW_USERNAME", "OPENREVIEW_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def server():
     with FixtureServer(OpenReviewFixture(throttle_on={2})) as running:
@@ -155,6 +162,24 @@ def test_a_missing_extra_names_the_install_command(server, tmp_path):
     result = rag("fetch", "iclr2025", "--out", str(tmp_path / "x.jsonl"), url=server.url, PYTHONPATH=paths)
     assert result.returncode == 1
     assert result.stderr.strip() == 'error: rag fetch needs the OpenReview client: pip install -e ".[openreview]"'
+
+
+def test_credentials_come_only_from_the_environment_and_only_when_given(server, tmp_path):
+    config = FetchConfig(openreview_url=server.url)
+    fetch_venue(VENUE, tmp_path / "public.jsonl", config)
+    assert {request.authorization for request in server.fixture.seen} == {None}
+
+    server.fixture.seen.clear()
+    user, password = server.fixture.account
+    logged_in = rag("fetch", "iclr2025", "--out", str(tmp_path / "x.jsonl"), url=server.url,
+                    OPENREVIEW_USERNAME=user, OPENREVIEW_PASSWORD=password)  # fmt: skip
+    assert logged_in.returncode == 0, logged_in.stderr
+    assert {r.authorization for r in server.fixture.notes_requests()} == {f"Bearer {server.fixture.token}"}
+
+    wrong = rag("fetch", "iclr2025", "--out", str(tmp_path / "y.jsonl"), url=server.url,
+                OPENREVIEW_USERNAME=user, OPENREVIEW_PASSWORD="wrong")  # fmt: skip
+    assert wrong.returncode == 1
+    assert wrong.stderr.strip() == f"error: OpenReview at {server.url} refused: Invalid username or password"
 
 
 def test_half_given_credentials_are_refused(server, tmp_path):
