@@ -130,7 +130,7 @@ def fetch_venue(
                     if note.id in done:
                         continue
                     try:
-                        record = record_from_note(note.id, note.forum or note.id, note.content, venue, config)
+                        record = record_from_note(note.id, note.forum or note.id, note.content or {}, venue, config)
                     except ValueError as err:
                         report.problems.append(f"{note.id}: {err}; skipped")
                         continue
@@ -142,7 +142,10 @@ def fetch_venue(
                     on_progress(len(done) + len(report.problems), total)
     if not done:
         part.unlink(missing_ok=True)
-        raise FetchError(f"{venue_id}: the venue has no public submissions at {config.openreview_url}")
+        raise FetchError(
+            f"{venue_id}: no public submissions at {config.openreview_url} "
+            "(venues before 2024 are on API v1, which rag fetch does not read)"
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
     os.replace(part, out)
     report.seconds = time.perf_counter() - started
@@ -188,6 +191,8 @@ def record_from_note(note_id: str, forum: str, content: dict[str, Any], venue: V
         item = content.get(key)
         return item.get("value", default) if isinstance(item, dict) else default
 
+    if not isinstance(note_id, str) or not note_id:
+        raise ValueError("no id")
     title, abstract, authors = value("title"), value("abstract"), value("authors", [])
     if not isinstance(title, str) or not isinstance(abstract, str) or not isinstance(authors, list):
         raise ValueError("title, abstract or authors of an unexpected type")
@@ -215,7 +220,12 @@ def _pages(client, venue: Venue, size: int, after: str | None) -> Iterator[tuple
     notes, total = client.get_notes(**params, after=after, with_count=True)
     while notes:
         yield notes, total
-        notes = client.get_notes(**params, after=notes[-1].id)
+        last = notes[-1].id
+        if not isinstance(last, str) or (after is not None and last <= after):
+            # Paging goes on from the last id: without one, or going backwards, it would never end.
+            raise FetchError(f"OpenReview at {client.baseurl} sent a page out of id order (after {after!r})")
+        after = last
+        notes = client.get_notes(**params, after=after)
 
 
 def _resume(part: Path) -> set[str]:

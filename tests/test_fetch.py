@@ -14,6 +14,7 @@ import pytest
 from openreview_server import FixtureServer, OpenReviewFixture
 
 from rag.config import FetchConfig
+from rag.errors import FetchError
 from rag.fetch import Venue, fetch_venue, resolve_venue
 from rag.papers import load_papers
 
@@ -78,6 +79,27 @@ def test_fetch_writes_every_note_with_an_abstract_in_the_ingest_format(server, t
     assert papers.keys() == by_id.keys()
     assert papers["H8fixSpot0"].github == ("https://github.com/example/spotlight-fixture",)
     assert papers["C3fixWdrw0"].url.endswith("C3fixWdrw0") and papers["C3fixWdrw0"].status == "Withdrawn"
+
+
+def test_a_malformed_note_is_reported_and_the_rest_written(server, tmp_path):
+    good = server.fixture.notes["A1fixOral0"]
+    server.fixture.notes["B3fixBad00"] = {
+        **good,
+        "id": "B3fixBad00",
+        "content": {**good["content"], "title": {"value": 42}},
+    }
+    out = tmp_path / "x.jsonl"
+    report = fetch_venue(VENUE, out, FetchConfig(openreview_url=server.url))
+    assert "B3fixBad00: title, abstract or authors of an unexpected type; skipped" in report.problems
+    ids = [r["id"] for r in read_jsonl(out)]
+    assert "B3fixBad00" not in ids and len(ids) == len(with_abstract(server.fixture)) - 1
+
+
+def test_a_venue_without_submissions_is_one_line_and_writes_nothing(server, tmp_path):
+    server.fixture.notes.clear()
+    with pytest.raises(FetchError, match="no public submissions at http://127.0.0.1:.*API v1"):
+        fetch_venue(VENUE, tmp_path / "x.jsonl", FetchConfig(openreview_url=server.url))
+    assert not list(tmp_path.iterdir())
 
 
 def test_pages_follow_ids_and_a_429_is_retried_after_its_retry_after(server, tmp_path):
