@@ -117,6 +117,10 @@ def fetch_venue(
     if not out.name.endswith(".jsonl"):
         raise ConfigError(f"{out}: the output of a fetch is a .jsonl file")
     started = time.perf_counter()
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)  # fetch.folder does not exist in a fresh clone
+    except OSError as err:
+        raise ConfigError(f"{out.parent}: cannot create the folder: {err.strerror}") from None
     part = out.with_name(f"{out.name}.{slug(venue_id)}.part")  # another venue into OUT never resumes this one
     done = _resume(part)
     report = FetchReport(venue_id, out, resumed=len(done))
@@ -146,7 +150,6 @@ def fetch_venue(
             f"{venue_id}: no public submissions at {config.openreview_url} "
             "(venues before 2024 are on API v1, which rag fetch does not read)"
         )
-    out.parent.mkdir(parents=True, exist_ok=True)
     os.replace(part, out)
     report.seconds = time.perf_counter() - started
     return report

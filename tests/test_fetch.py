@@ -224,6 +224,17 @@ def test_status_reads_other_venues_spelling(venueid, venue, status):
     assert Venue.from_group("NeurIPS.cc/2024/Conference", {}).status(venueid, venue) == status
 
 
+def test_without_out_it_writes_into_the_fetch_folder_of_a_fresh_clone(server, tmp_path):
+    environment = {**os.environ, "RAG_CONFIG": "extractive", "RAG_FETCH__OPENREVIEW_URL": server.url}
+    result = subprocess.run(
+        [sys.executable, "-m", "rag.cli", "fetch", "iclr2025", "--quiet"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, env=environment,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    written = tmp_path / ".rag" / "fetched" / "ICLR.cc-2025-Conference.jsonl"
+    assert len(read_jsonl(written)) == len(with_abstract(server.fixture))
+
+
 def test_shortcut_and_default_output():
     from rag.fetch import default_output
 
