@@ -78,6 +78,7 @@ def add_fetch_parser(commands) -> None:
     fetch = commands.add_parser("fetch", help="download a venue's abstracts from OpenReview (needs the internet)")
     sources = fetch.add_subparsers(required=True, metavar="SOURCE")
     options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--config", default=argparse.SUPPRESS, help="as the top-level --config")
     options.add_argument("--out", help="JSON Lines file to write (default: fetch.folder/VENUE.jsonl)")
     options.add_argument("--ingest", action="store_true", help="then ingest the file into the index")
     options.add_argument("--quiet", action="store_true", help="no progress bar")
