@@ -1,4 +1,4 @@
-"""The `rag` command: ingest, ask, stats, eval, ui.
+"""The `rag` command: ingest, ask, stats, eval, ui, fetch.
 
 Only argparse is imported up front, so `rag --help` is instant. Errors meant for the user
 (`RagError`) print as one line on stderr and exit 1; no traceback reaches the terminal.
@@ -82,7 +82,27 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--share", action="store_true", default=None, help="also open a public gradio.live link")
     ui.add_argument("--auth-env", help="environment variable holding 'user:password' to require (default: ui.auth_env)")
     ui.set_defaults(run=run_ui)
+
+    add_fetch_parser(commands)
     return parser
+
+
+def add_fetch_parser(commands) -> None:
+    from rag.fetch import SHORTCUTS
+
+    fetch = commands.add_parser("fetch", help="download a venue's abstracts from OpenReview (needs the internet)")
+    sources = fetch.add_subparsers(required=True, metavar="SOURCE")
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--config", default=argparse.SUPPRESS, help="as the top-level --config")
+    options.add_argument("--out", help="JSON Lines file to write (default: fetch.folder/VENUE.jsonl)")
+    options.add_argument("--ingest", action="store_true", help="then ingest the file into the index")
+    options.add_argument("--quiet", action="store_true", help="no progress bar")
+    openreview = sources.add_parser("openreview", parents=[options], help="any OpenReview API v2 venue")
+    openreview.add_argument("venue", metavar="VENUE_ID", help="e.g. NeurIPS.cc/2024/Conference")
+    openreview.set_defaults(run=run_fetch)
+    for name, venue in SHORTCUTS.items():
+        shortcut = sources.add_parser(name, parents=[options], help=f"short for: openreview {venue}")
+        shortcut.set_defaults(run=run_fetch, venue=venue)
 
 
 def add_filter_options(parser: argparse.ArgumentParser) -> None:
@@ -109,6 +129,38 @@ def run_ingest(args: argparse.Namespace) -> int:
     for problem in report.problems:
         print(f"warning: {problem}", file=sys.stderr)
     print(report.summary())
+    return 0
+
+
+def run_fetch(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from rag.config import load_config
+    from rag.fetch import default_output, fetch_venue, resolve_venue
+
+    config = load_config(args.config).fetch
+    venue = resolve_venue(args.venue)
+    out = Path(args.out) if args.out else default_output(venue, config)
+    bars = []  # made at the first page, so a venue that fails at once prints only its error
+
+    def progress(done: int, total: int) -> None:
+        if not bars:
+            from tqdm import tqdm
+
+            bars.append(tqdm(total=total, unit="paper", desc="fetch", file=sys.stderr, dynamic_ncols=True))
+        bars[0].update(done - bars[0].n)
+
+    try:
+        report = fetch_venue(venue, out, config, on_progress=None if args.quiet else progress)
+    finally:
+        for bar in bars:
+            bar.close()
+    for problem in report.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    print(report.summary())
+    if args.ingest:
+        args.paths, args.prune, args.strict = [out], False, False
+        return run_ingest(args)
     return 0
 
 

@@ -178,6 +178,15 @@ class UIConfig(Section):
     )
 
 
+class FetchConfig(Section):
+    openreview_url: str = Field(
+        "https://api2.openreview.net", description="OpenReview API v2 base URL that `rag fetch openreview` reads."
+    )
+    site_url: str = Field("https://openreview.net", description="OpenReview site the fetched forum links point to.")
+    folder: Path = Field(Path(".rag/fetched"), description="Where `rag fetch` writes when no --out is given.")
+    page_size: int = Field(1000, ge=1, le=1000, description="Notes asked for per request (the API gives 1000 at most).")
+
+
 class Settings(BaseSettings):
     """Everything the product can be told. Build it with `load_config`."""
 
@@ -191,6 +200,7 @@ class Settings(BaseSettings):
     llm: LLMConfig = LLMConfig()
     answer: AnswerConfig = AnswerConfig()
     ui: UIConfig = UIConfig()
+    fetch: FetchConfig = FetchConfig()
     name: str = Field("custom", description="Which config this is; stamped on every answer.")
 
     @classmethod

@@ -23,3 +23,7 @@ class StoreError(RagError):
 
 class ModelError(RagError):
     """A language model that failed to load or answer; the message names the provider and cause."""
+
+
+class FetchError(RagError):
+    """A paper source that cannot be read: a venue that does not exist, no network, a refusing server."""

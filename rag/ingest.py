@@ -1,6 +1,7 @@
 """Incremental, idempotent, resumable ingestion of paper records into a `PaperIndex`.
 
-Per batch: decide for each record whether it is new, changed, unchanged or a duplicate; write the
+Per batch: decide for each record whether it is new, changed, relabelled (same title and abstract,
+new status, authors or area), unchanged or a duplicate; relabel metadata in place; write the
 chunks of new and changed papers (ids are content hashes, so a rewrite is a no-op); drop the
 chunks a changed paper no longer has; and only then mark the papers complete. A run killed
 anywhere leaves every paper either as it was or complete, plus at most some chunks that the next
@@ -87,9 +88,10 @@ class _Run:
         self.present: set[str] = set()  # stored paper ids that the inputs still hold
 
     def ingest_batch(self, batch: list[PaperRecord]) -> None:
-        stored = self.index.stored_hashes(list(dict.fromkeys(paper.paper_id for paper in batch)))
+        stored = self.index.stored_metadata(list(dict.fromkeys(paper.paper_id for paper in batch)))
         stored_ids = self.index.ids_by_hash(list(dict.fromkeys(paper.content_hash for paper in batch)))
         to_write: list[PaperRecord] = []
+        to_relabel: list[PaperRecord] = []
         replaced: list[str] = []
         for paper in batch:
             if not self._first_sighting(paper):
@@ -105,15 +107,20 @@ class _Run:
                     continue
             self.id_of[paper.content_hash] = paper.paper_id
             self.present.add(paper.paper_id)
-            if stored.get(paper.paper_id) == paper.content_hash:
-                self.report.unchanged += 1
-            else:
+            old = stored.get(paper.paper_id)
+            if old is None:
                 to_write.append(paper)
-                if paper.paper_id in stored:
-                    self.report.updated += 1
-                else:
-                    self.report.added += 1
+                self.report.added += 1
+            elif old["content_hash"] != paper.content_hash or old.get("title") != paper.title:
+                to_write.append(paper)  # new text to embed
+                self.report.updated += 1
+            elif not paper.described_by(old):
+                to_relabel.append(paper)  # same text, new decision or authors: metadata only
+                self.report.updated += 1
+            else:
+                self.report.unchanged += 1
         self._write(to_write, updated=[p.paper_id for p in to_write if p.paper_id in stored])
+        self.index.relabel(to_relabel)
         if replaced:
             self.report.chunks_removed += self.index.remove_papers(replaced)
 

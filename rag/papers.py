@@ -50,6 +50,11 @@ class PaperRecord:
 
     def metadata(self) -> dict[str, Any]:
         """Flat metadata for the vector store (Chroma takes scalars only)."""
+        return {**self.description(), "source": self.source}
+
+    def description(self) -> dict[str, Any]:
+        """The metadata that says what the paper is, i.e. all but the file it was read from: when a stored
+        paper's differs (a new decision, corrected authors), ingest counts the paper as updated."""
         return {
             "paper_id": self.paper_id,
             "title": self.title,
@@ -57,11 +62,14 @@ class PaperRecord:
             "status": self.status,
             "url": self.url,
             "primary_area": self.primary_area,
-            "source": self.source,
             "github": " ".join(self.github),
             "has_code": bool(self.github),
             "content_hash": self.content_hash,
         }
+
+    def described_by(self, stored: dict[str, Any]) -> bool:
+        """True when stored metadata describes this record exactly."""
+        return all(stored.get(key) == value for key, value in self.description().items())
 
 
 @dataclass(frozen=True)

@@ -144,12 +144,16 @@ class PaperIndex:
 
     # -- reads ------------------------------------------------------------------------------
 
-    def stored_hashes(self, paper_ids: list[str]) -> dict[str, str]:
-        """paper_id -> content hash, for those of `paper_ids` that are complete in the index."""
+    def stored_metadata(self, paper_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """paper_id -> stored metadata, for those of `paper_ids` that are complete in the index."""
         if not paper_ids:
             return {}
         found = self.papers.get(ids=paper_ids, include=["metadatas"])
-        return {pid: meta["content_hash"] for pid, meta in zip(found["ids"], found["metadatas"])}
+        return dict(zip(found["ids"], found["metadatas"]))
+
+    def stored_hashes(self, paper_ids: list[str]) -> dict[str, str]:
+        """paper_id -> content hash, for those of `paper_ids` that are complete in the index."""
+        return {pid: meta["content_hash"] for pid, meta in self.stored_metadata(paper_ids).items()}
 
     def ids_by_hash(self, hashes: list[str]) -> dict[str, str]:
         """content hash -> paper_id, for stored papers with one of these abstracts."""
@@ -246,6 +250,22 @@ class PaperIndex:
             metadatas=[{**paper.metadata(), "chunks": chunk_counts[paper.paper_id]} for paper in papers],
             embeddings=[[1.0] for _ in papers],  # a placeholder: this collection is never searched by vector
         )
+        self._new_revision()
+
+    def relabel(self, papers: list[PaperRecord]) -> None:
+        """New metadata (a decision, authors, area) for stored papers whose title and abstract are
+        unchanged: their chunks keep their text and vectors, so nothing is embedded again."""
+        if not papers:
+            return
+        labels = {paper.paper_id: paper.metadata() for paper in papers}
+        for part in _batched(list(labels), DELETE_BATCH):
+            found = self.chunks._collection.get(where={"paper_id": {"$in": part}}, include=["metadatas"])
+            if found["ids"]:
+                merged = [{**meta, **labels[meta["paper_id"]]} for meta in found["metadatas"]]
+                self.chunks._collection.update(ids=found["ids"], metadatas=merged)
+        # The paper entry last, as in an ingest: a run killed before it relabels the paper again.
+        stored = self.stored_metadata(list(labels))
+        self.papers.update(ids=list(stored), metadatas=[{**meta, **labels[pid]} for pid, meta in stored.items()])
         self._new_revision()
 
     def remove_papers(self, paper_ids: list[str]) -> int:

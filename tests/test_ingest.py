@@ -31,6 +31,27 @@ def test_changed_text_for_a_known_id_replaces_its_chunks(make_service, tmp_path)
     assert "protein folding" in source.text
 
 
+def test_a_new_status_for_the_same_text_relabels_the_paper_without_embedding_again(make_service, tmp_path):
+    from rag.retrieval import Filters
+
+    service = make_service()
+    records = [
+        {"id": "p1", "title": "Graphs", "abstract": "We study graph neural networks on molecules.", "status": ""},
+        {"id": "p2", "title": "Proteins", "abstract": "We fold proteins with transformers.", "status": "Reject"},
+    ]
+    path = write_jsonl(tmp_path / "a.jsonl", records)
+    first = service.ingest([path])
+    records[0] = {**records[0], "status": "Poster", "authors": ["Ada Example"]}
+    write_jsonl(path, records)
+    report = service.ingest([path])
+    assert (report.added, report.updated, report.unchanged, report.chunks_added) == (0, 1, 1, 0)
+    assert report.chunks == first.chunks
+    [source] = service.retrieve("graph neural networks", k=1, filters=Filters(status=("Poster",)))
+    assert source.paper_id == "p1" and source.metadata["authors"] == "Ada Example"
+    again = service.ingest([path])
+    assert (again.updated, again.unchanged) == (0, 2)
+
+
 def test_prune_removes_papers_missing_from_the_inputs(make_service, tmp_path):
     service = make_service()
     keep = write_jsonl(
