@@ -183,7 +183,10 @@ class FetchConfig(Section):
         "https://api2.openreview.net", description="OpenReview API v2 base URL that `rag fetch openreview` reads."
     )
     site_url: str = Field("https://openreview.net", description="OpenReview site the fetched forum links point to.")
-    folder: Path = Field(Path(".rag/fetched"), description="Where `rag fetch` writes when no --out is given.")
+    folder: Path = Field(
+        default_factory=lambda: data_dir() / "fetched",
+        description="Where `rag fetch` writes when no --out is given; default: the user data folder's fetched/.",
+    )
     page_size: int = Field(1000, ge=1, le=1000, description="Notes asked for per request (the API gives 1000 at most).")
 
 

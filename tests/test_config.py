@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.config import PROJECT_ROOT, Settings, load_config
+from rag.config import PROJECT_ROOT, Settings, data_dir, load_config
 from rag.errors import ConfigError
 
 SHIPPED = sorted((PROJECT_ROOT / "configs").glob("*.yaml"))
@@ -24,7 +24,7 @@ def test_overlay_merges_over_default():
     assert default.llm.provider == "llamacpp"
     assert extractive.llm.provider == "extractive"
     assert extractive.retrieval.min_score == default.retrieval.min_score
-    assert extractive.vectorstore.path == Path(".rag/index")
+    assert extractive.vectorstore.path == default.vectorstore.path == data_dir() / "index"
 
 
 def test_environment_overrides_single_values_and_chooses_the_config(monkeypatch):

@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import user_environment
 from openreview_server import FixtureServer, OpenReviewFixture
 
-from rag.config import FetchConfig
+from rag.config import FetchConfig, data_dir
 from rag.errors import FetchError
 from rag.fetch import Venue, fetch_venue, resolve_venue
 from rag.papers import load_papers
@@ -224,14 +225,14 @@ def test_status_reads_other_venues_spelling(venueid, venue, status):
     assert Venue.from_group("NeurIPS.cc/2024/Conference", {}).status(venueid, venue) == status
 
 
-def test_without_out_it_writes_into_the_fetch_folder_of_a_fresh_clone(server, tmp_path):
-    environment = {**os.environ, "RAG_CONFIG": "extractive", "RAG_FETCH__OPENREVIEW_URL": server.url}
+def test_without_out_it_writes_into_the_fetch_folder_of_a_new_user(server, tmp_path):
+    environment = {**user_environment(tmp_path), "RAG_CONFIG": "extractive", "RAG_FETCH__OPENREVIEW_URL": server.url}
     result = subprocess.run(
         [sys.executable, "-m", "rag.cli", "fetch", "iclr2025", "--quiet"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120, env=environment,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    written = tmp_path / ".rag" / "fetched" / "ICLR.cc-2025-Conference.jsonl"
+    written = tmp_path / "data" / "abstract-rag" / "fetched" / "ICLR.cc-2025-Conference.jsonl"
     assert len(read_jsonl(written)) == len(with_abstract(server.fixture))
 
 
@@ -239,7 +240,7 @@ def test_shortcut_and_default_output():
     from rag.fetch import default_output
 
     assert resolve_venue("ICLR2025") == VENUE and resolve_venue("COLM/2024/Conference") == "COLM/2024/Conference"
-    assert default_output(VENUE, FetchConfig()) == Path(".rag/fetched/ICLR.cc-2025-Conference.jsonl")
+    assert default_output(VENUE, FetchConfig()) == data_dir() / "fetched" / "ICLR.cc-2025-Conference.jsonl"
 
 
 @pytest.mark.slow
