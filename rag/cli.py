@@ -151,7 +151,9 @@ def run_fetch(args: argparse.Namespace) -> int:
         bars[0].update(done - bars[0].n)
 
     try:
-        report = fetch_venue(venue, out, config, on_progress=None if args.quiet else progress)
+        report = fetch_venue(
+            venue, out, config, on_progress=None if args.quiet or not sys.stderr.isatty() else progress
+        )
     finally:
         for bar in bars:
             bar.close()

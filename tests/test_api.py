@@ -110,10 +110,17 @@ def test_a_second_service_in_the_process_sees_what_the_first_ingested(seeded_use
     """Two configs over one index in one process: an ingest through one must not break the other."""
     extra = tmp_path / "extra.jsonl"
     extra.write_text(
-        json.dumps({"id": "extra-1", "title": "Origami crease patterns from diffusion models", "abstract": (
-            "We generate origami crease patterns with a diffusion model and fold them with a robot arm. "
-            "Our method folds 37 of 40 designs on the first try."
-        )}) + "\n",
+        json.dumps(
+            {
+                "id": "extra-1",
+                "title": "Origami crease patterns from diffusion models",
+                "abstract": (
+                    "We generate origami crease patterns with a diffusion model and fold them with a robot arm. "
+                    "Our method folds 37 of 40 designs on the first try."
+                ),
+            }
+        )
+        + "\n",
         encoding="utf-8",
     )
     result = python(
@@ -139,7 +146,7 @@ def test_the_docstring_examples_of_the_package_run(seeded_user):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("command", ['rag stats | head -1', 'rag ask "How does RxnFlow work?" | head -1'])
+@pytest.mark.parametrize("command", ["rag stats | head -1", 'rag ask "How does RxnFlow work?" | head -1'])
 def test_a_closed_pipe_ends_the_command_quietly(seeded_user, command):
     env = {**seeded_user, "RAG_CONFIG": "extractive"}
     result = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env, cwd=PROJECT_ROOT)
