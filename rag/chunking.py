@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import hashlib
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from langchain_core.documents import Document
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from rag.config import ChunkingConfig
 from rag.papers import PaperRecord
+
+if TYPE_CHECKING:
+    from rag.embeddings import WordPieces
 
 SEPARATORS = ["\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " ", ""]
 MAX_TITLE_TOKENS = 48
@@ -25,16 +29,16 @@ SLACK_TOKENS = 2  # word pieces can merge differently at the title/passage seam
 class Chunker:
     """Turns a paper into the Documents stored in the vector index."""
 
-    def __init__(self, tokenizer, max_seq_length: int, config: ChunkingConfig):
+    def __init__(self, tokenizer: WordPieces, config: ChunkingConfig):
         self.tokenizer = tokenizer
-        self.max_seq_length = max_seq_length
+        self.max_seq_length = tokenizer.max_length
         self.config = config
         # The splitter measures every sentence twice (to split, then to merge) and tokenising is most
         # of its time: recent counts are remembered.
         self.count_tokens = lru_cache(maxsize=4096)(self._count_tokens)
 
     def _count_tokens(self, text: str) -> int:
-        return len(self.tokenizer.tokenize(text))
+        return len(self.tokenizer.pieces(text))
 
     def chunk(self, paper: PaperRecord) -> list[Document]:
         title = self._title_for_embedding(paper.title)
@@ -66,10 +70,10 @@ class Chunker:
         return chunks
 
     def _title_for_embedding(self, title: str) -> str:
-        pieces = self.tokenizer.tokenize(title)
+        pieces = self.tokenizer.pieces(title)
         if len(pieces) <= MAX_TITLE_TOKENS:
             return title
-        return self.tokenizer.convert_tokens_to_string(pieces[:MAX_TITLE_TOKENS])
+        return self.tokenizer.join(pieces[:MAX_TITLE_TOKENS])
 
     @lru_cache(maxsize=64)
     def _splitter(self, size: int) -> RecursiveCharacterTextSplitter:

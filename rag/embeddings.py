@@ -66,9 +66,8 @@ def onnx_embeddings(config: EmbeddingConfig, quantized: bool = False) -> Embeddi
     """The same model through ONNX Runtime: fp32 (the torch vectors) or int8 (faster, vectors move slightly)."""
     from rag.onnx_embeddings import OnnxEmbeddings, onnx_model_file
 
-    tokenizer, max_length = load_tokenizer(config)
     model_file = onnx_model_file(model_directory(config), config.onnx_cache, quantized)
-    return OnnxEmbeddings(model_file, tokenizer, max_length, config.batch_size, config.threads)
+    return OnnxEmbeddings(model_file, load_tokenizer(config), config.batch_size, config.threads)
 
 
 EMBEDDING_BACKENDS: dict[str, Callable[[EmbeddingConfig], Embeddings]] = {
@@ -88,17 +87,47 @@ def make_embeddings(config: EmbeddingConfig) -> Embeddings:
     return factory(config)
 
 
-def load_tokenizer(config: EmbeddingConfig):
-    """The model's own tokenizer and the longest input it takes, for sizing chunks."""
-    _offline()
-    from transformers import AutoTokenizer
+class WordPieces:
+    """The embedding model's own tokenizer, run by the `tokenizers` library from its `tokenizer.json`
+    (what transformers' fast tokenizers wrap), so asking a question imports neither transformers nor torch."""
 
+    def __init__(self, tokenizer, max_length: int):
+        self._pieces = tokenizer  # no truncation: measures whole texts for chunking
+        self._pieces.no_truncation()
+        self._pieces.no_padding()
+        self._ids = tokenizer.__class__.from_str(tokenizer.to_str())  # its own copy: settings are per object
+        self._ids.enable_truncation(max_length)
+        self.max_length = max_length
+        self.pad_id = self._ids.token_to_id("[PAD]") or 0
+
+    def ids(self, texts: list[str]) -> list[list[int]]:
+        """Model input ids of each text, special tokens included, cut at the model's longest input."""
+        return [encoding.ids for encoding in self._ids.encode_batch(texts)]
+
+    def pieces(self, text: str) -> list[str]:
+        """The word pieces of a text, without special tokens."""
+        return self._pieces.encode(text, add_special_tokens=False).tokens
+
+    def join(self, pieces: list[str]) -> str:
+        """Text from word pieces, as the model's own decoder joins them."""
+        return self._pieces.decoder.decode(pieces)
+
+
+def load_tokenizer(config: EmbeddingConfig) -> WordPieces:
+    """The model's own tokenizer, with the longest input it takes (`max_length`), for embedding and chunking."""
     directory = model_directory(config)
-    tokenizer = AutoTokenizer.from_pretrained(str(directory), local_files_only=True)
     max_length = 256
     settings = directory / "sentence_bert_config.json"
     if settings.is_file():
         import json
 
         max_length = json.loads(settings.read_text()).get("max_seq_length", max_length)
-    return tokenizer, max_length
+    if (directory / "tokenizer.json").is_file():
+        from tokenizers import Tokenizer
+
+        return WordPieces(Tokenizer.from_file(str(directory / "tokenizer.json")), max_length)
+    _offline()  # a model without tokenizer.json: transformers builds the same fast tokenizer from its vocab
+    from transformers import AutoTokenizer
+
+    fast = AutoTokenizer.from_pretrained(str(directory), local_files_only=True)
+    return WordPieces(fast.backend_tokenizer, max_length)

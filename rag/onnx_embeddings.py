@@ -18,11 +18,15 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from rag.errors import ModelError
+
+if TYPE_CHECKING:
+    from rag.embeddings import WordPieces
 
 EXPORT_RECIPE = 2  # bump when the export or the quantisation changes: caches are then rebuilt
 OPSET = 17
@@ -154,7 +158,7 @@ class OnnxEmbeddings(Embeddings):
     time goes to padding; results come back in the order given.
     """
 
-    def __init__(self, model_file: Path, tokenizer, max_length: int, batch_size: int = 64, threads: int | None = None):
+    def __init__(self, model_file: Path, tokenizer: WordPieces, batch_size: int = 64, threads: int | None = None):
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -167,9 +171,7 @@ class OnnxEmbeddings(Embeddings):
             raise ModelError(f"cannot load the ONNX model {model_file}: {str(err).splitlines()[0]}") from None
         self.model_file = Path(model_file)
         self.tokenizer = tokenizer
-        self.max_length = max_length
         self.batch_size = batch_size
-        self.pad_id = tokenizer.pad_token_id or 0
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return self.encode(texts).tolist()
@@ -181,7 +183,7 @@ class OnnxEmbeddings(Embeddings):
         """Unit-length vectors of `texts`, one row each, in the given order."""
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        ids = self.tokenizer(list(texts), truncation=True, max_length=self.max_length)["input_ids"]
+        ids = self.tokenizer.ids(list(texts))
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         rows: list[np.ndarray | None] = [None] * len(ids)
         for start in range(0, len(order), self.batch_size):
@@ -192,7 +194,7 @@ class OnnxEmbeddings(Embeddings):
 
     def _run(self, batch: list[list[int]]) -> np.ndarray:
         width = max(len(row) for row in batch)
-        input_ids = np.full((len(batch), width), self.pad_id, dtype=np.int64)
+        input_ids = np.full((len(batch), width), self.tokenizer.pad_id, dtype=np.int64)
         attention_mask = np.zeros((len(batch), width), dtype=np.int64)
         for row, tokens in enumerate(batch):
             input_ids[row, : len(tokens)] = tokens

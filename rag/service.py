@@ -100,8 +100,7 @@ class RagService:
         from rag.chunking import Chunker
         from rag.embeddings import load_tokenizer
 
-        tokenizer, max_length = load_tokenizer(self.config.embedding)
-        return Chunker(tokenizer, max_length, self.config.chunking)
+        return Chunker(load_tokenizer(self.config.embedding), self.config.chunking)
 
     @cached_property
     def provider(self) -> Provider:

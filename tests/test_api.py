@@ -163,3 +163,19 @@ def test_the_index_is_one_per_user_place_whatever_the_working_directory(seeded_u
     assert here.stdout == there.stdout and "papers: 19" in there.stdout
     assert f"index: at {tmp_path / 'data' / 'abstract-rag' / 'index'}" in there.stdout
     assert list(elsewhere.iterdir()) == []  # nothing written where the command happened to run
+
+
+def test_asking_imports_neither_torch_nor_transformers(seeded_user):
+    """With the onnx backend the question path runs ONNX Runtime and `tokenizers` only; torch is
+    needed once, to build the export (done by the fixture's ingest)."""
+    result = python(
+        """
+        import sys
+        from rag.cli import main
+        code = main(["--config", "extractive", "ask", "How many reaction templates does RxnFlow use?"])
+        print(code, sorted(name for name in ("torch", "transformers") if name in sys.modules))
+        """,
+        seeded_user,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "0 []"

@@ -17,15 +17,15 @@ def tokenizer():
 
 
 def test_every_seed_chunk_fits_the_model_and_maps_back_to_the_abstract(tokenizer):
-    tok, max_length = tokenizer
-    assert max_length == 256
-    chunker = Chunker(tok, max_length, ChunkingConfig(chunk_tokens=120, overlap_tokens=24))
+    tok = tokenizer
+    assert tok.max_length == 256
+    chunker = Chunker(tok, ChunkingConfig(chunk_tokens=120, overlap_tokens=24))
     for paper in load_papers([SEED_FILE]):
         chunks = chunker.chunk(paper)
         assert chunks, paper.paper_id
         for chunk in chunks:
             # what the model reads: the title and passage plus [CLS] and [SEP]
-            assert len(tok(chunk.page_content)["input_ids"]) <= max_length
+            assert len(tok.pieces(chunk.page_content)) + 2 <= tok.max_length
             start, end = chunk.metadata["start"], chunk.metadata["end"]
             assert paper.abstract[start:end] == passage(chunk)
             assert chunk.page_content.startswith(paper.title)
@@ -37,8 +37,8 @@ def test_every_seed_chunk_fits_the_model_and_maps_back_to_the_abstract(tokenizer
 
 
 def test_long_abstracts_get_overlapping_chunks(tokenizer):
-    tok, max_length = tokenizer
-    chunker = Chunker(tok, max_length, ChunkingConfig(chunk_tokens=80, overlap_tokens=45))
+    tok = tokenizer
+    chunker = Chunker(tok, ChunkingConfig(chunk_tokens=80, overlap_tokens=45))
     paper = next(iter(load_papers([SEED_FILE])))
     chunks = chunker.chunk(paper)
     assert len(chunks) >= 3
@@ -46,16 +46,31 @@ def test_long_abstracts_get_overlapping_chunks(tokenizer):
 
 
 def test_a_long_title_shrinks_the_passage_budget_instead_of_being_truncated_away(tokenizer):
-    tok, max_length = tokenizer
-    chunker = Chunker(tok, max_length, ChunkingConfig(chunk_tokens=240, overlap_tokens=0))
+    tok = tokenizer
+    chunker = Chunker(tok, ChunkingConfig(chunk_tokens=240, overlap_tokens=0))
     paper = PaperRecord("p1", "word " * 40, "Sentence number one is here. " * 60)
     for chunk in chunker.chunk(paper):
-        assert len(tok(chunk.page_content)["input_ids"]) <= max_length
+        assert len(tok.pieces(chunk.page_content)) + 2 <= tok.max_length
+
+
+def test_word_pieces_are_those_of_the_models_transformers_tokenizer(tokenizer):
+    """The `tokenizers` copy that keeps transformers off the question path gives the same ids."""
+    from transformers import AutoTokenizer
+
+    from rag.embeddings import model_directory
+
+    reference = AutoTokenizer.from_pretrained(str(model_directory(EmbeddingConfig())), local_files_only=True)
+    texts = [paper.title + "\n" + paper.abstract for paper in load_papers([SEED_FILE])]
+    texts += ["", "Ünïcode ­soft hyphen, $\\tau$-leaping & 1.2M blocks", "word " * 400]
+    assert tokenizer.ids(texts) == reference(texts, truncation=True, max_length=256)["input_ids"]
+    assert [tokenizer.pieces(text) for text in texts] == [reference.tokenize(text) for text in texts]
+    long_title = tokenizer.pieces(texts[0])[:48]
+    assert tokenizer.join(long_title) == reference.convert_tokens_to_string(long_title)
 
 
 def test_chunk_ids_depend_on_content_only(tokenizer):
-    tok, max_length = tokenizer
-    chunker = Chunker(tok, max_length, ChunkingConfig())
+    tok = tokenizer
+    chunker = Chunker(tok, ChunkingConfig())
     paper = PaperRecord("p1", "Title", "An abstract about graphs. " * 30)
     same = PaperRecord("p1", "Title", "An abstract about graphs. " * 30, source="elsewhere.jsonl")
     other = PaperRecord("p1", "Title", "An abstract about trees. " * 30)
