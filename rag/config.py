@@ -179,7 +179,7 @@ class UIConfig(Section):
 class Settings(BaseSettings):
     """Everything the product can be told. Build it with `load_config`."""
 
-    model_config = SettingsConfigDict(env_prefix="RAG_", env_nested_delimiter="__", extra="forbid", frozen=True)
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", frozen=True)
 
     embedding: EmbeddingConfig = EmbeddingConfig()
     chunking: ChunkingConfig = ChunkingConfig()
@@ -234,11 +234,10 @@ def with_overrides(config: str | os.PathLike | Settings | None = None, **section
     return Settings(**values)
 
 
-def check_environment(environ: dict[str, str] | None = None) -> None:
+def check_environment() -> None:
     """Every RAG_* variable must name a setting: pydantic-settings would silently ignore a misspelled
     section (RAG_RETRIVAL__K). RAG_CONFIG picks the file; RAG_TEST_* belong to the test suite."""
-    environ = os.environ if environ is None else environ
-    for variable in environ:
+    for variable in os.environ:
         name = variable.upper()
         if not name.startswith(ENV_PREFIX) or name == "RAG_CONFIG" or name.startswith("RAG_TEST_"):
             continue
