@@ -148,20 +148,21 @@ class Gate:
 
 def call_problem(gradio, name: str | None, body: bytes) -> str | None:
     """Why a call's JSON body can't run (not an object with a `data` list, an unknown endpoint, a
-    wrong number of values), or None to let Gradio handle it. `name` is None for queue/join."""
+    wrong number of values), or None to let Gradio handle it. `name` is None for queue/join, and
+    "predict" when the page calls an event by `fn_index` without the queue."""
     try:
         call = json.loads(body)
     except ValueError:
         return "the body is not JSON"
     if not isinstance(call, dict) or not isinstance(call.get("data"), list):
         return 'the body must be a JSON object with a "data" list: one value per parameter'
-    fns = gradio.get_blocks().fns
-    if name is None:
-        fn = fns.get(call.get("fn_index")) if isinstance(call.get("fn_index"), int) else None
+    fns, index = gradio.get_blocks().fns, call.get("fn_index")
+    if index is not None:  # the page names the event by number, even on run/predict; Gradio goes by it first
+        fn = fns.get(index) if isinstance(index, int) else None
     else:
         fn = next((fn for fn in fns.values() if fn.api_name == name), None)
     if fn is None:
-        return f"no such endpoint: {name or call.get('fn_index')}"
+        return f"no such endpoint: {name if index is None else index}"
     if len(call["data"]) != len(fn.inputs):
         wanted = ", ".join(inspect.signature(fn.fn).parameters) if fn.fn else f"{len(fn.inputs)} values"
         return f'"data" must hold {len(fn.inputs)} values ({wanted}; null for none), not {len(call["data"])}'
