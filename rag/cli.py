@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ask = commands.add_parser("ask", help="answer a question with cited sources")
     ask.add_argument("question")
-    ask.add_argument("-k", type=int, default=None, help="number of papers to retrieve")
+    ask.add_argument("-k", type=papers_k, default=None, help="papers to retrieve (default and bounds: retrieval.k)")
     ask.add_argument("--json", action="store_true", help="print the answer as JSON")
     add_filter_options(ask)
     ask.set_defaults(run=run_ask)
@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate = commands.add_parser("eval", help="measure retrieval (and answers) on a question set with gold papers")
     evaluate.add_argument("questions", help="JSON Lines: {question, gold: [paper_id, ...], split, kind}")
     evaluate.add_argument("--config", default=argparse.SUPPRESS, help="as the top-level --config")
-    evaluate.add_argument("-k", "--k", type=int, default=5, help="papers retrieved per question (default 5)")
+    evaluate.add_argument("-k", "--k", type=papers_k, default=5, help="papers retrieved per question (default 5)")
     evaluate.add_argument("--split", choices=("dev", "test", "all"), default="all", help="which questions")
     evaluate.add_argument("--mode", choices=("dense", "bm25", "hybrid"), help="override retrieval.mode")
     evaluate.add_argument("--answers", action="store_true", help="also generate answers; report citation precision")
@@ -105,6 +105,17 @@ def add_fetch_parser(commands) -> None:
         shortcut.set_defaults(run=run_fetch, venue=venue)
 
 
+def papers_k(text: str) -> int:
+    """-k is held to the bounds of retrieval.k."""
+    from rag.config import checked_k
+    from rag.errors import InputError
+
+    try:
+        return checked_k(text)
+    except InputError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def add_filter_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--status", action="append", default=[], help="only papers with this status (repeatable)")
     parser.add_argument("--area", action="append", default=[], help="only papers of this primary area (repeatable)")
@@ -129,6 +140,9 @@ def run_ingest(args: argparse.Namespace) -> int:
     for problem in report.problems:
         print(f"warning: {problem}", file=sys.stderr)
     print(report.summary())
+    if report.problems:
+        print(f"error: skipped {len(report.problems)} bad lines or files (warnings above)", file=sys.stderr)
+        return 1
     return 0
 
 

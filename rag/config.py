@@ -17,12 +17,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from rag.errors import ConfigError
+from rag.errors import ConfigError, InputError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIRS = (Path("configs"), PROJECT_ROOT / "configs")
 BUNDLED_SEEDS = PROJECT_ROOT / "seeds"
 BUNDLED_EMBEDDING = "all-MiniLM-L6-v2"
+ENV_PREFIX = "RAG_"
 
 
 def data_dir() -> Path:
@@ -67,6 +68,15 @@ class ChunkingConfig(Section):
 
 class IngestConfig(Section):
     batch_size: int = Field(256, ge=1, description="Papers embedded and written per batch; a kill loses at most one.")
+    # Real ICLR 2025 abstracts are at most 3,317 characters and 3.7 KB a JSON line (the full list).
+    max_abstract_chars: int = Field(
+        10_000, ge=1, description="A record with a longer abstract is reported with its line and skipped."
+    )
+    max_record_bytes: int = Field(
+        200_000,
+        ge=1,
+        description="A longer line (JSONL, CSV, seed text) is reported and skipped without being read whole.",
+    )
 
 
 class VectorstoreConfig(Section):
@@ -193,7 +203,7 @@ class FetchConfig(Section):
 class Settings(BaseSettings):
     """Everything the product can be told. Build it with `load_config`."""
 
-    model_config = SettingsConfigDict(env_prefix="RAG_", env_nested_delimiter="__", extra="forbid", frozen=True)
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", frozen=True)
 
     embedding: EmbeddingConfig = EmbeddingConfig()
     chunking: ChunkingConfig = ChunkingConfig()
@@ -231,12 +241,13 @@ def load_config(config: str | os.PathLike | Settings | None = None) -> Settings:
     for file in dict.fromkeys([default, path]):
         _deep_merge(values, _read_yaml(file))
     values.setdefault("name", path.stem)
+    check_environment()
     try:
         return Settings(**values)
     except ValidationError as err:
         first = err.errors()[0]
         key = ".".join(str(part) for part in first["loc"])
-        raise ConfigError(f"{path}: {key}: {first['msg']}") from None
+        raise ConfigError(f"{_origin(first['loc'], [default, path])}: {key}: {first['msg']}") from None
 
 
 def with_overrides(config: str | os.PathLike | Settings | None = None, **sections: dict[str, Any]) -> Settings:
@@ -246,6 +257,49 @@ def with_overrides(config: str | os.PathLike | Settings | None = None, **section
     for section, overrides in sections.items():
         values[section].update(overrides)
     return Settings(**values)
+
+
+def check_environment() -> None:
+    """Every RAG_* variable must name a setting: pydantic-settings would silently ignore a misspelled
+    section (RAG_RETRIVAL__K). RAG_CONFIG picks the file; RAG_TEST_* belong to the test suite."""
+    for variable in os.environ:
+        name = variable.upper()
+        if not name.startswith(ENV_PREFIX) or name == "RAG_CONFIG" or name.startswith("RAG_TEST_"):
+            continue
+        section, _, key = name[len(ENV_PREFIX) :].lower().partition("__")
+        field = Settings.model_fields.get(section)
+        if field is None:
+            valid = ", ".join(Settings.model_fields)
+            raise ConfigError(f"environment variable {variable}: unknown section '{section}' (valid: {valid})")
+        model = field.annotation
+        if key and isinstance(model, type) and issubclass(model, Section):
+            if key.split("__")[0] not in model.model_fields:
+                valid = ", ".join(model.model_fields)
+                raise ConfigError(f"environment variable {variable}: unknown key '{section}.{key}' (valid: {valid})")
+
+
+def _origin(loc: tuple, files: list[Path]) -> str:
+    """Where a bad value came from: its environment variable if one is set, else the last file setting it."""
+    parts = [str(part) for part in loc]
+    for depth in range(len(parts), 0, -1):
+        variable = ENV_PREFIX + "__".join(parts[:depth]).upper()
+        if any(name.upper() == variable for name in os.environ):
+            return f"environment variable {variable}"
+    for file in reversed(list(dict.fromkeys(files))):
+        data: Any = _read_yaml(file)
+        for part in parts:
+            data = data.get(part) if isinstance(data, dict) else None
+        if data is not None:
+            return str(file)
+    return str(files[-1])
+
+
+def checked_k(value: int | str) -> int:
+    """A number of papers asked for (`rag ask -k`, `RagService.retrieve(k=)`), held to retrieval.k's bounds."""
+    try:
+        return RetrievalConfig(k=value).k
+    except ValidationError as err:
+        raise InputError(f"k = {value}: {err.errors()[0]['msg'].lower()} (the bounds of retrieval.k)") from None
 
 
 def _find_config_file(name: str | os.PathLike) -> Path:

@@ -131,7 +131,7 @@ class _Run:
             return True
         if known != paper.content_hash:
             problem = LoadProblem(
-                paper.source, 0, f"duplicate id '{paper.paper_id}' with different text; kept the first"
+                paper.source, paper.line, f"duplicate id '{paper.paper_id}' with different text; kept the first"
             )
             if self.strict:
                 raise InputError(str(problem))

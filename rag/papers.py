@@ -1,8 +1,10 @@
 """Paper records and the loaders that read them from files.
 
 One loader per format, chosen by file name through `LOADERS`. Loaders stream: they yield records
-one at a time, so a list of any length is read in flat memory. A bad line is reported as a
-`LoadProblem` (file and line) and skipped; `strict=True` turns the first one into an `InputError`.
+one at a time, so a list of any length is read in flat memory, and no line is read whole past
+`ingest.max_record_bytes`. A bad line is reported as a `LoadProblem` (file and line) and skipped;
+a file that can't be read on (truncated archive, binary) is reported and the other files are read;
+records read before a problem are kept. `strict=True` turns the first problem into an `InputError`.
 """
 
 from __future__ import annotations
@@ -10,14 +12,15 @@ from __future__ import annotations
 import csv
 import gzip
 import hashlib
-import io
 import json
 import re
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rag.config import IngestConfig
 from rag.errors import InputError
 
 PROPOSAL = re.compile(r"\b(?:we|this (?:paper|work))\s+(?:propose|present|introduce|develop)s?\b", re.IGNORECASE)
@@ -37,6 +40,7 @@ class PaperRecord:
     primary_area: str = ""
     source: str = ""
     github: tuple[str, ...] = field(default=())
+    line: int = field(default=0, compare=False)  # where it starts in `source`, for messages
 
     @property
     def content_hash(self) -> str:
@@ -86,17 +90,28 @@ class LoadProblem:
 
 
 SEED_ID_PREFIX = "seed-"
+BINARY_SNIFF = 8192  # a NUL byte in a file's first bytes: binary data, not a list of papers
+SKIP_PIECE = 1 << 20
 
 
 def content_hash(text: str) -> str:
     return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()[:16]
 
 
-def make_record(path: Path, raw: dict[str, Any]) -> PaperRecord:
+def make_record(path: Path, raw: dict[str, Any], line: int = 0, limits: IngestConfig | None = None) -> PaperRecord:
     """Build a record from a JSON object or CSV row; raises ValueError naming what is wrong."""
-    abstract = str(raw.get("abstract") or "").strip()
+    limits = limits or IngestConfig()
+    abstract = raw.get("abstract") or ""
+    if not isinstance(abstract, str):
+        raise ValueError("'abstract' is not text")
+    abstract = abstract.strip()
     if not abstract:
         raise ValueError("record has no 'abstract'")
+    if len(abstract) > limits.max_abstract_chars:
+        raise ValueError(
+            f"abstract is {len(abstract):,} characters; the limit is ingest.max_abstract_chars = "
+            f"{limits.max_abstract_chars:,}"
+        )
     paper_id = str(raw.get("paper_id") or raw.get("id") or "").strip() or SEED_ID_PREFIX + content_hash(abstract)
     authors = raw.get("authors") or ()
     if isinstance(authors, str):
@@ -111,6 +126,7 @@ def make_record(path: Path, raw: dict[str, Any]) -> PaperRecord:
         primary_area=str(raw.get("primary_area") or ""),
         source=str(path),
         github=tuple(dict.fromkeys(url.rstrip(".") for url in GITHUB_URL.findall(abstract))),
+        line=line,
     )
 
 
@@ -123,43 +139,136 @@ def _label(abstract: str, words: int = 12) -> str:
     return label[0].upper() + label[1:]
 
 
-def load_seed_text(path: Path, on_problem: Callable[[LoadProblem], None]) -> Iterator[PaperRecord]:
+class PaperFile:
+    """One input file being read: its lines in bounded memory, and where its problems go.
+
+    A line that is too long or not UTF-8 is reported and skipped; damage that ends the file (a
+    truncated archive) is reported once, after the lines before it were read; a binary file is
+    reported without reading it. Records read before a problem are kept.
+    """
+
+    def __init__(self, path: Path, report: Callable[[LoadProblem], None], limits: IngestConfig):
+        self.path, self.report, self.limits = path, report, limits
+        self.problems = 0
+
+    def problem(self, line: int, reason: str) -> None:
+        self.problems += 1
+        self.report(LoadProblem(str(self.path), line, reason))
+
+    def record(self, raw: dict[str, Any], line: int) -> PaperRecord | None:
+        """The record of one JSON object or CSV row, or None when it is reported as unusable."""
+        try:
+            return make_record(self.path, raw, line, self.limits)
+        except ValueError as err:
+            self.problem(line, _short(err))
+            return None
+
+    def lines(self) -> Iterator[tuple[int, str | None]]:
+        """(line number, text with its line ending); text is None for a line reported and skipped."""
+        limit = self.limits.max_record_bytes
+        number = 0
+        try:
+            with _open_binary(self.path) as binary:
+                if b"\0" in binary.peek(BINARY_SNIFF)[:BINARY_SNIFF]:
+                    self.problem(0, "binary data, not a text file; skipped")
+                    return
+                while raw := binary.readline(limit + 1):
+                    number += 1
+                    if len(raw) > limit and not raw.endswith(b"\n"):
+                        size = len(raw) + _skip_rest_of_line(binary)
+                        self.problem(
+                            number, f"line is {size:,} bytes; the limit is ingest.max_record_bytes = {limit:,}"
+                        )
+                        yield number, None
+                        continue
+                    try:
+                        yield number, raw.decode("utf-8")
+                    except UnicodeDecodeError as err:
+                        self.problem(number, f"not UTF-8 text (byte 0x{raw[err.start]:02x} at column {err.start + 1})")
+                        yield number, None
+        except (OSError, EOFError, zlib.error) as err:  # a truncated or corrupt archive, an unreadable file
+            reason = getattr(err, "strerror", None) or _short(err)
+            if number:
+                self.problem(number + 1, f"cannot read on from here: {reason}; kept the {number:,} lines before")
+            else:
+                self.problem(0, f"cannot read: {reason}")
+
+
+def load_seed_text(file: PaperFile) -> Iterator[PaperRecord]:
     """The seed format: a title line for the whole list, then abstracts separated by blank lines."""
-    text = _read_text(path)
-    blocks = re.split(r"\n\s*\n", text.strip())
-    for block in blocks[1:]:
-        yield make_record(path, {"abstract": block})
+    blocks = _blocks(file.lines())
+    next(blocks, None)  # the list's title
+    for line, text in blocks:
+        if text is not None and (record := file.record({"abstract": text}, line)):
+            yield record
 
 
-def load_jsonl(path: Path, on_problem: Callable[[LoadProblem], None]) -> Iterator[PaperRecord]:
+def _blocks(lines: Iterable[tuple[int, str | None]]) -> Iterator[tuple[int, str | None]]:
+    """(first line, text) of each run of non-blank lines; text is None when one of its lines was skipped."""
+    start, parts, whole = 0, [], True
+    for number, text in lines:
+        if text is not None and not text.strip():
+            if parts or not whole:
+                yield start, "".join(parts) if whole else None
+            start, parts, whole = 0, [], True
+            continue
+        start = start or number
+        if text is None:
+            whole = False
+        else:
+            parts.append(text)
+    if parts or not whole:
+        yield start, "".join(parts) if whole else None
+
+
+def load_jsonl(file: PaperFile) -> Iterator[PaperRecord]:
     """One JSON object a line (optionally gzip-compressed), read as a stream."""
-    with _open_text(path) as lines:
-        for number, line in enumerate(_decoded(path, lines), start=1):
-            if not line.strip():
-                continue
-            try:
-                raw = json.loads(line)
-                if not isinstance(raw, dict):
-                    raise ValueError("line is not a JSON object")
-                yield make_record(path, raw)
-            except ValueError as err:  # json.JSONDecodeError is a ValueError
-                on_problem(LoadProblem(str(path), number, _short(err)))
+    for number, line in file.lines():
+        if line is None or not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except ValueError as err:  # json.JSONDecodeError is a ValueError
+            file.problem(number, _short(err))
+            continue
+        if not isinstance(raw, dict):
+            file.problem(number, "line is not a JSON object")
+        elif record := file.record(raw, number):
+            yield record
 
 
-def load_csv(path: Path, on_problem: Callable[[LoadProblem], None]) -> Iterator[PaperRecord]:
+def load_csv(file: PaperFile) -> Iterator[PaperRecord]:
     """A CSV file with a header row naming the record's fields."""
-    with _open_text(path) as lines:
-        reader = csv.DictReader(_decoded(path, lines))
-        if reader.fieldnames is None or "abstract" not in reader.fieldnames:
-            raise InputError(f"{path}: CSV header has no 'abstract' column")
-        for row in reader:
-            try:
-                yield make_record(path, row)
-            except ValueError as err:
-                on_problem(LoadProblem(str(path), reader.line_num, _short(err)))
+    last = [0]  # the line the csv reader has read up to: where the row it returns ends
+
+    def text_lines() -> Iterator[str]:
+        for number, text in file.lines():
+            last[0] = number
+            if text is not None:
+                yield text
+
+    reader = csv.DictReader(text_lines())
+    try:
+        fields = reader.fieldnames
+    except csv.Error as err:
+        fields = None
+        file.problem(last[0], _short(err))
+    if fields is None or "abstract" not in fields:
+        file.problem(last[0], "CSV header has no 'abstract' column; skipped the file")
+        return
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:  # e.g. a field over csv.field_size_limit(): this row only
+            file.problem(last[0], _short(err))
+            continue
+        if record := file.record(row, last[0]):
+            yield record
 
 
-LOADERS: dict[str, Callable[[Path, Callable[[LoadProblem], None]], Iterator[PaperRecord]]] = {
+LOADERS: dict[str, Callable[[PaperFile], Iterator[PaperRecord]]] = {
     ".txt": load_seed_text,
     ".jsonl": load_jsonl,
     ".jsonl.gz": load_jsonl,
@@ -167,7 +276,7 @@ LOADERS: dict[str, Callable[[Path, Callable[[LoadProblem], None]], Iterator[Pape
 }
 
 
-def loader_for(path: Path) -> Callable[[Path, Callable[[LoadProblem], None]], Iterator[PaperRecord]]:
+def loader_for(path: Path) -> Callable[[PaperFile], Iterator[PaperRecord]]:
     name = path.name.lower()
     for suffix, loader in sorted(LOADERS.items(), key=lambda item: -len(item[0])):
         if name.endswith(suffix):
@@ -176,7 +285,9 @@ def loader_for(path: Path) -> Callable[[Path, Callable[[LoadProblem], None]], It
 
 
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
-    """Files named directly, plus the loadable files inside named directories."""
+    """Files named directly, plus the loadable files inside named directories.
+
+    A path that does not exist or has no loader is an InputError before anything is read."""
     files: list[Path] = []
     for item in paths:
         path = Path(item)
@@ -194,9 +305,14 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def load_papers(
-    paths: Iterable[str | Path], strict: bool = False, on_problem: Callable[[LoadProblem], None] | None = None
+    paths: Iterable[str | Path],
+    strict: bool = False,
+    on_problem: Callable[[LoadProblem], None] | None = None,
+    limits: IngestConfig | None = None,
 ) -> Iterator[PaperRecord]:
-    """Stream the records of every file; report bad lines to `on_problem`, or raise when `strict`."""
+    """Stream the records of every file; report bad lines and unreadable files to `on_problem` and go
+    on with the rest, or raise an InputError at the first when `strict`."""
+    limits = limits or IngestConfig()
 
     def report(problem: LoadProblem) -> None:
         if strict:
@@ -205,41 +321,30 @@ def load_papers(
             on_problem(problem)
 
     for path in expand_paths(paths):
-        count = 0
-        for record in loader_for(path)(path, report):
+        file, count = PaperFile(path, report, limits), 0
+        for record in loader_for(path)(file):
             count += 1
             yield record
-        if count == 0:
-            raise InputError(f"{path}: file holds no abstracts")
+        if count == 0 and file.problems == 0:
+            file.problem(0, "file holds no abstracts")
 
 
 def _loadable(path: Path) -> bool:
     return any(path.name.lower().endswith(suffix) for suffix in LOADERS)
 
 
-def _open_text(path: Path):
-    try:
-        return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")
-    except OSError as err:
-        raise InputError(f"{path}: cannot open: {err.strerror}") from None
+def _open_binary(path: Path):
+    return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")
 
 
-def _decoded(path: Path, binary: io.BufferedIOBase) -> Iterator[str]:
-    try:
-        yield from io.TextIOWrapper(binary, encoding="utf-8", newline="")
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text") from None
-    except (OSError, EOFError) as err:
-        raise InputError(f"{path}: cannot read: {err}") from None
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text") from None
-    except OSError as err:
-        raise InputError(f"{path}: cannot read: {err.strerror}") from None
+def _skip_rest_of_line(binary) -> int:
+    """Read past the end of an over-long line in bounded pieces; returns how many bytes were skipped."""
+    skipped = 0
+    while piece := binary.readline(SKIP_PIECE):
+        skipped += len(piece)
+        if piece.endswith(b"\n"):
+            break
+    return skipped
 
 
 def _short(err: Exception) -> str:

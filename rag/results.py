@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
+from urllib.parse import urlparse
 
 from rag.markers import cited_numbers
 
@@ -49,3 +50,16 @@ class Answer:
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "cited": self.cited}
+
+
+def safe_url(url: str) -> str | None:
+    """The URL if it is an absolute http(s) link, else None (no javascript:, data:, relative paths)."""
+    url = (url or "").strip()
+    parsed = urlparse(url)
+    return url if parsed.scheme in ("http", "https") and parsed.netloc else None
+
+
+def safe_links(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Stored metadata with only http(s) links: what every output (page, API, CLI) may show."""
+    github = " ".join(url for url in str(metadata.get("github", "")).split() if safe_url(url))
+    return {**metadata, "url": safe_url(str(metadata.get("url", ""))) or "", "github": github}

@@ -20,7 +20,7 @@ from langchain_core.documents import Document
 
 from rag.chunking import passage
 from rag.config import RetrievalConfig
-from rag.results import Source
+from rag.results import Source, safe_links
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -138,7 +138,8 @@ class Retriever:
         kept = candidate.chunks[: self.config.passages_per_paper]
         if not kept:  # a paper whose chunks vanished since BM25 was built: show what the ranking knows
             return Source(candidate.paper_id, candidate.paper_id, "", 0.0, {"match": {"coverage": coverage}})
-        metadata = {key: value for key, value in kept[0][0].metadata.items() if key not in CHUNK_FIELDS}
+        # Stored text is untrusted (any file, any writer to a shared server): links leave here http(s) only.
+        metadata = safe_links({key: value for key, value in kept[0][0].metadata.items() if key not in CHUNK_FIELDS})
         text, metadata["passages"] = joined(kept)
         metadata["match"] = {
             **{f"{name}_rank": rank for name, rank in candidate.ranks.items()},

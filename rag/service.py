@@ -18,7 +18,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrough
 
 from rag.citations import CitationChecker
-from rag.config import BUNDLED_SEEDS, Settings, load_config
+from rag.config import BUNDLED_SEEDS, Settings, checked_k, load_config
 from rag.errors import InputError, ModelError, RagError
 from rag.ingest import IngestReport, ingest_papers
 from rag.lexical import LexicalState
@@ -135,14 +135,15 @@ class RagService:
         self.index.paper_count()  # reach the store first: if it is down, fail before any progress bar
         report = IngestReport()
         batch = self.config.ingest.batch_size
-        records = load_papers(paths, strict=strict, on_problem=report.problems.append)
+        limits = self.config.ingest
+        records = load_papers(paths, strict=strict, on_problem=report.problems.append, limits=limits)
         if not (progress and sys.stderr.isatty()):  # a bar only for a person watching, as Unix tools do
             return ingest_papers(
                 records, self.index, self.chunker, prune=prune, strict=strict, batch_size=batch, report=report
             )
         from tqdm import tqdm
 
-        total = sum(1 for _ in load_papers(paths))
+        total = sum(1 for _ in load_papers(paths, limits=limits))
         with tqdm(total=total, unit="paper", desc="ingest", file=sys.stderr, dynamic_ncols=True) as bar:
             return ingest_papers(
                 records, self.index, self.chunker, prune, strict, batch, on_progress=bar.update, report=report
@@ -238,9 +239,10 @@ class RagService:
     def retrieve(self, question: str, k: int | None = None, filters: Filters | None = None) -> list[Source]:
         """The top-k papers for a question, one Source each, best first."""
         question = self.clean_question(question)
+        k = self.config.retrieval.k if k is None else checked_k(k)
         self.ensure_index()
         with self.reading() as state:
-            return self.retriever.retrieve(question, k or self.config.retrieval.k, filters or Filters(), state)
+            return self.retriever.retrieve(question, k, filters or Filters(), state)
 
     def answer(self, question: str, **options) -> Answer:
         """A cited answer; see `stream_answer` for the options."""

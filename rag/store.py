@@ -226,9 +226,15 @@ class PaperIndex:
 
     # -- writes -----------------------------------------------------------------------------
 
+    @functools.cached_property
+    def max_batch_size(self) -> int:
+        """The most entries Chroma takes in one write (5,461 for an on-disk index: SQLite's variable limit)."""
+        return self.client.get_max_batch_size()
+
     def add_chunks(self, chunks: list[Document]) -> None:
-        if chunks:
-            self.chunks.add_documents(chunks, ids=[chunk.id for chunk in chunks])
+        """Embed and write chunks, in as many writes as Chroma's batch limit needs (one paper can have many)."""
+        for part in _batched(chunks, self.max_batch_size):
+            self.chunks.add_documents(part, ids=[chunk.id for chunk in part])
 
     def remove_stale_chunks(self, paper_ids: list[str], keep: set[str]) -> int:
         """Delete the chunks of these papers whose ids are not in `keep`; returns how many."""
@@ -244,12 +250,13 @@ class PaperIndex:
     def mark_complete(self, papers: list[PaperRecord], chunk_counts: dict[str, int]) -> None:
         if not papers:
             return
-        self.papers.upsert(
-            ids=[paper.paper_id for paper in papers],
-            documents=[paper.abstract for paper in papers],
-            metadatas=[{**paper.metadata(), "chunks": chunk_counts[paper.paper_id]} for paper in papers],
-            embeddings=[[1.0] for _ in papers],  # a placeholder: this collection is never searched by vector
-        )
+        for part in _batched(papers, self.max_batch_size):
+            self.papers.upsert(
+                ids=[paper.paper_id for paper in part],
+                documents=[paper.abstract for paper in part],
+                metadatas=[{**paper.metadata(), "chunks": chunk_counts[paper.paper_id]} for paper in part],
+                embeddings=[[1.0] for _ in part],  # a placeholder: this collection is never searched by vector
+            )
         self._new_revision()
 
     def relabel(self, papers: list[PaperRecord]) -> None:

@@ -61,7 +61,7 @@ def test_bad_lines_are_warned_about_and_the_rest_ingested(tmp_path):
     path = tmp_path / "list.jsonl"
     path.write_text('{"id": "a", "abstract": "Fine."}\n{oops\n')
     result = rag("ingest", str(path), "--quiet", index=tmp_path / "i")
-    assert result.returncode == 0
+    assert result.returncode == 1  # something was skipped
     assert f"warning: {path}:2:" in result.stderr
     assert result.stdout.startswith("1 added")
     strict = rag("ingest", str(path), "--strict", index=tmp_path / "j")

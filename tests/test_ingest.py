@@ -121,7 +121,9 @@ def test_a_bad_file_after_good_ones_loses_nothing_already_stored(make_service, t
     service.ingest([SEED_FILE])
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
+    report = service.ingest([SEED_FILE, empty])
+    assert [problem.reason for problem in report.problems] == ["file holds no abstracts"]
     with pytest.raises(InputError, match="holds no abstracts"):
-        service.ingest([SEED_FILE, empty])
+        service.ingest([SEED_FILE, empty], strict=True)
     assert service.index.paper_count() == 19
     assert service.retrieve("reaction templates for molecule generation", k=1)[0].text

@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 import gradio as gr
+from pydantic import BaseModel, ValidationError
 
 from rag.errors import RagError
 from rag.results import Answer
@@ -121,12 +122,26 @@ class ChatHandlers:
             {question, text, cited, refused, fallback, sources: [{number, paper_id, title, score, status,
             url, github, passage}], standalone_question, config}; `[n]` in text is sources[n - 1].
         """
-        filters = Filters(status=tuple(status or ()), primary_area=tuple(primary_area or ()))
-        pairs = [(str(pair[0]), str(pair[1])) for pair in history or [] if len(pair) == 2]
         try:
-            return answer_payload(self.service.answer(question, history=pairs, filters=filters))
+            call = AskCall(question=question, history=history, status=status, primary_area=primary_area)
+        except ValidationError as err:  # API clients send anything: name the value, don't log a traceback
+            first = err.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise gr.Error(f"/ask {where}: {first['msg']}", print_exception=False) from None
+        filters = Filters(status=tuple(call.status or ()), primary_area=tuple(call.primary_area or ()))
+        try:
+            return answer_payload(self.service.answer(call.question, history=call.history or [], filters=filters))
         except RagError as err:
             raise gr.Error(str(err), print_exception=False) from None
+
+
+class AskCall(BaseModel):
+    """The values of an `/ask` call, checked before they reach the service."""
+
+    question: str
+    history: list[tuple[str, str]] | None = None
+    status: list[str] | None = None
+    primary_area: list[str] | None = None
 
 
 def build_app(service: RagService) -> gr.Blocks:
@@ -211,6 +226,10 @@ def launch(
     block: bool = True,
 ) -> str:
     """Serve the app; returns its local URL (at once when `block` is False, else when it stops)."""
+    from starlette.middleware import Middleware
+
+    from ui.guard import Gate
+
     _, url, share_url = demo.launch(
         server_name=host,
         server_port=port,
@@ -222,6 +241,7 @@ def launch(
         footer_links=["api"],
         show_error=False,
         quiet=True,  # Gradio's own banner suggests `share=True` in code; ours names the CLI option
+        app_kwargs={"middleware": [Middleware(Gate)]},  # what a client without a login reaches; no uploads
     )
     if block:
         where = f"{url} and {share_url}" if share_url else url

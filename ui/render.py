@@ -12,10 +12,9 @@ from __future__ import annotations
 import re
 from html import escape
 from typing import Any
-from urllib.parse import urlparse
 
 from rag.markers import MARKER, attach_marker, split_sentences
-from rag.results import Answer, Source
+from rag.results import Answer, Source, safe_url
 from rag.retrieval import PASSAGE_GAP
 
 WORD = re.compile(r"[a-z0-9]+")
@@ -28,13 +27,6 @@ STREAM_CURSOR = "▍"
 def anchor(turn: int, number: int) -> str:
     """The element id of source `number` of chat turn `turn` in the sources panel."""
     return f"source-{turn}-{number}"
-
-
-def safe_url(url: str) -> str | None:
-    """The URL if it is an absolute http(s) link, else None (no javascript:, data:, relative paths)."""
-    url = (url or "").strip()
-    parsed = urlparse(url)
-    return url if parsed.scheme in ("http", "https") and parsed.netloc else None
 
 
 def answer_html(answer: Answer, turn: int) -> str:

@@ -1,0 +1,400 @@
+"""Hostile and careless input (issue 19): a bad file, line, value or request gets a clear one-line
+answer and costs no good data, and a locked app shows nothing before login.
+
+Every fixture is written here by its test (made-up abstracts, nothing real committed). The `rag`
+command runs as a real subprocess on a real index; the app is served from this process on loopback.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import zlib
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import settings_for, write_jsonl
+from loadgen import HOST
+from servers import free_port
+from test_cli import rag
+
+from rag.errors import InputError
+from rag.service import RagService
+
+pytestmark = pytest.mark.slow
+
+POISON_URL = "javascript:alert(document.domain)"
+API_DESCRIPTION = "Answer a question from the indexed abstracts"  # the /ask docstring the API info carries
+LOGIN = ("reader", "s3cret")
+
+
+def paper(name: str, number: int) -> dict:
+    """A made-up record with its own abstract (no two alike, so none is a duplicate)."""
+    return {
+        "id": f"{name}{number}",
+        "title": f"Made-up paper {name} {number}",
+        "abstract": f"We study problem {number} of list {name}: graph networks for molecule property prediction.",
+    }
+
+
+def papers(name: str, count: int) -> list[dict]:
+    return [paper(name, number) for number in range(count)]
+
+
+def line(record: dict) -> bytes:
+    return json.dumps(record).encode() + b"\n"
+
+
+def stored_ids(index: Path, embeddings) -> set[str]:
+    return set(RagService(settings_for(index), embeddings=embeddings).index.all_paper_ids())
+
+
+def stderr_lines(result) -> list[str]:
+    return result.stderr.strip().splitlines()
+
+
+def assert_clean_failure(result, skipped: int) -> None:
+    """Exit 1, one warning line per skipped line or file, then one error line; no traceback."""
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    *warnings, last = stderr_lines(result)
+    assert len(warnings) == skipped and all(warning.startswith("warning: ") for warning in warnings)
+    assert last == f"error: skipped {skipped} bad lines or files (warnings above)"
+
+
+# -- 1. a huge abstract, and Chroma's batch limit ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "limit, env",
+    [("ingest.max_record_bytes", {}), ("ingest.max_abstract_chars", {"RAG_INGEST__MAX_RECORD_BYTES": "20000000"})],
+    ids=["line-limit", "abstract-limit"],
+)
+def test_a_5mb_abstract_is_skipped_at_once_and_the_good_records_kept(tmp_path, embeddings, limit, env):
+    good = papers("g", 6)
+    huge = {"id": "huge", "title": "Huge", "abstract": "word " * 1_000_000}
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(b"".join([*map(line, good[:3]), line(huge), *map(line, good[3:])]))
+    # Before the fix this ran for minutes (228 s, 1.4 GB) and then lost everything: the timeout is the test.
+    result = rag("ingest", "--quiet", str(big), index=tmp_path / "index", timeout=120, **env)
+    assert_clean_failure(result, skipped=1)
+    assert re.fullmatch(rf"warning: {re.escape(str(big))}:4: .* the limit is {limit} = [\d,]+", stderr_lines(result)[0])
+    assert stored_ids(tmp_path / "index", embeddings) == {record["id"] for record in good}
+
+
+def test_no_chroma_write_exceeds_the_batch_limit_the_client_reports(tmp_path):
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from rag.config import VectorstoreConfig
+    from rag.store import PaperIndex, open_client
+
+    client = open_client(VectorstoreConfig(path=tmp_path / "index"))
+    # A fake embedding for speed: this is about how the store writes, and real ingests are tested elsewhere.
+    index = PaperIndex(client, "batch-limit", DeterministicFakeEmbedding(size=8), "here")
+    count = client.get_max_batch_size() + 10
+    index.add_chunks(
+        [Document(id=f"c{i}", page_content=f"chunk {i}", metadata={"paper_id": "p"}) for i in range(count)]
+    )
+    assert index.chunk_count() == count
+
+
+# -- 2. bad lines and unreadable files ---------------------------------------------------------------
+
+BAD_LINES = {  # a line of a JSONL file -> what the warning for it says
+    "not-json": (b"{not json\n", "Expecting property name"),
+    "not-utf8": (b'{"id": "latin1", "abstract": "caf\xe9 au lait"}\n', "not UTF-8 text (byte 0xe9 at column 34)"),
+    "no-abstract": (line({"id": "empty", "title": "No abstract"}), "record has no 'abstract'"),
+    "abstract-not-text": (line({"id": "number", "abstract": 42}), "'abstract' is not text"),
+    "not-an-object": (b"[1, 2, 3]\n", "line is not a JSON object"),
+    "long-abstract": (line({"id": "long", "abstract": "word " * 6000}), "ingest.max_abstract_chars = 10,000"),
+    "long-line": (line({"id": "wide", "title": "x" * 300_000, "abstract": "Fine."}), "ingest.max_record_bytes"),
+    "duplicate-id": (line({"id": "m0", "abstract": "Another text under a taken id."}), "duplicate id 'm0'"),
+}
+
+
+def test_every_bad_line_is_reported_with_file_and_line_and_every_good_record_kept(tmp_path, embeddings):
+    good_file = write_jsonl(tmp_path / "good50.jsonl", papers("g", 50))
+    mixed = tmp_path / "mixed.jsonl"
+    good_lines = papers("m", len(BAD_LINES) + 1)
+    # good, bad, good, bad, ... so each bad line sits between records that must survive it
+    parts = [line(good_lines[0])]
+    for (bad, _), record in zip(BAD_LINES.values(), good_lines[1:]):
+        parts += [bad, line(record)]
+    mixed.write_bytes(b"".join(parts))
+
+    result = rag("ingest", "--quiet", str(good_file), str(mixed), index=tmp_path / "index")
+    assert_clean_failure(result, skipped=len(BAD_LINES))
+    warnings = stderr_lines(result)[:-1]
+    for number, (case, (_, reason)) in enumerate(BAD_LINES.items()):
+        expected = f"warning: {mixed}:{2 * number + 2}: "
+        assert any(w.startswith(expected) and reason in w for w in warnings), (case, expected, warnings)
+    assert stored_ids(tmp_path / "index", embeddings) == {r["id"] for r in papers("g", 50) + good_lines}
+
+    strict = rag("ingest", "--quiet", "--strict", str(mixed), index=tmp_path / "strict")
+    assert strict.returncode == 1 and "Traceback" not in strict.stderr
+    [message] = stderr_lines(strict)
+    assert message.startswith(f"error: {mixed}:2: {BAD_LINES['not-json'][1]}")
+
+
+def truncated_gzip(path: Path) -> tuple[Path, set[str]]:
+    """A .jsonl.gz cut off two thirds in, and the ids of the complete lines still decompressible."""
+    data = gzip.compress(b"".join(line(record) for record in papers("z", 200)))
+    cut = data[: len(data) * 2 // 3]
+    path.write_bytes(cut)
+    readable = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(cut)
+    return path, {json.loads(text)["id"] for text in readable.split(b"\n")[:-1]}
+
+
+def binary_file(path: Path) -> tuple[Path, set[str]]:
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 40)
+    return path, set()
+
+
+def seed_text_with_a_bad_block(path: Path) -> tuple[Path, set[str]]:
+    blocks = [b"Made-up list", b"First made-up abstract about robots.", b"Second \xff broken.", b"Third about cats."]
+    path.write_bytes(b"\n\n".join(blocks) + b"\n")
+    from rag.papers import load_papers
+
+    return path, {p.paper_id for p in load_papers([path]) if "broken" not in p.abstract}
+
+
+UNREADABLE = {  # a damaged file -> (how to make it, what its warning says)
+    "truncated-gzip": (lambda d: truncated_gzip(d / "cut.jsonl.gz"), "Compressed file ended before the end-of-stream"),
+    "binary": (lambda d: binary_file(d / "image.jsonl"), "binary data, not a text file; skipped"),
+    "seed-text-not-utf8": (lambda d: seed_text_with_a_bad_block(d / "seeds.txt"), ":5: not UTF-8 text"),
+}
+
+
+@pytest.mark.parametrize("case", UNREADABLE)
+def test_a_damaged_file_is_reported_and_the_other_files_and_its_readable_records_kept(tmp_path, embeddings, case):
+    make, reason = UNREADABLE[case]
+    damaged, readable = make(tmp_path)
+    good_file = write_jsonl(tmp_path / "good50.jsonl", papers("g", 50))
+    result = rag("ingest", "--quiet", str(damaged), str(good_file), index=tmp_path / "index")
+    assert_clean_failure(result, skipped=1)
+    assert stderr_lines(result)[0].startswith(f"warning: {damaged}") and reason in stderr_lines(result)[0]
+    assert stored_ids(tmp_path / "index", embeddings) == readable | {r["id"] for r in papers("g", 50)}
+    if case == "truncated-gzip":
+        assert len(readable) > 20  # the damage is two thirds in: there was something to keep
+
+
+# -- 4. values from the command line and the environment ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "k, message",
+    [
+        ("-3", "greater than or equal to 1"),
+        ("0", "greater than or equal to 1"),
+        ("100000", "less than or equal to 50"),
+        ("many", "valid integer"),
+    ],
+)
+def test_k_outside_the_bounds_of_retrieval_k_is_refused(tmp_path, k, message):
+    result = rag("ask", "-k", k, "Which paper plays Hanabi?", index=tmp_path / "index")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert re.search(
+        rf"error: argument -k: k = {k}: input should be .*{message}.* \(the bounds of retrieval\.k\)$",
+        result.stderr.strip(),
+    )
+
+
+def test_k_from_python_is_held_to_the_same_bounds(seeded):
+    with pytest.raises(InputError, match=r"k = 0: .*greater than or equal to 1"):
+        seeded.retrieve("graph networks", k=0)
+
+
+@pytest.mark.parametrize(
+    "variable, value, message",
+    [
+        ("RAG_RETRIEVAL__K", "-3", "environment variable RAG_RETRIEVAL__K: retrieval.k: Input should be greater"),
+        ("RAG_RETRIVAL__K", "3", "environment variable RAG_RETRIVAL__K: unknown section 'retrival' (valid: embedding"),
+        ("RAG_FOO__BAR", "1", "environment variable RAG_FOO__BAR: unknown section 'foo'"),
+        ("RAG_RETRIEVAL__KK", "3", "environment variable RAG_RETRIEVAL__KK: unknown key 'retrieval.kk' (valid: mode"),
+    ],
+)
+def test_a_bad_environment_variable_is_named(tmp_path, variable, value, message):
+    result = rag("stats", index=tmp_path / "index", **{variable: value})
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert stderr_lines(result) == [stderr_lines(result)[0]] and stderr_lines(result)[0].startswith(f"error: {message}")
+
+
+# -- 3 and 5. the app: nothing before login, no uploads, slowed guessing, clean API answers -----------
+
+
+@pytest.fixture(scope="module")
+def poisoned(tmp_path_factory, embeddings) -> RagService:
+    """An index of made-up papers, one of them with a `javascript:` link."""
+    folder = tmp_path_factory.mktemp("poisoned")
+    records = [*papers("p", 5), {**paper("poison", 0), "url": POISON_URL, "abstract": POISONED_ABSTRACT}]
+    service = RagService(settings_for(folder / "index"), embeddings=embeddings)
+    service.ingest([write_jsonl(folder / "list.jsonl", records)])
+    return service
+
+
+POISONED_ABSTRACT = "We propose tensor sketching for streaming graph kernels over molecule libraries."
+POISONED_QUESTION = "Which paper proposes tensor sketching for streaming graph kernels?"
+
+
+def serve(service: RagService, auth=None):
+    """The app over `service` on a free loopback port: (its URL, Gradio's FastAPI app), then closed."""
+    from ui.app import build_app, launch
+
+    demo = build_app(service)
+    url = launch(demo, HOST, free_port(), auth=auth, block=False)
+    yield url, demo.app
+    demo.close()
+
+
+@pytest.fixture(scope="module")
+def locked(poisoned):
+    yield from serve(poisoned, auth=LOGIN)
+
+
+@pytest.fixture(scope="module")
+def open_app(poisoned):
+    yield from serve(poisoned)
+
+
+# Before login, only these answer with anything but 401 (None: whatever the route does, e.g. 404 for a
+# made-up asset name); uploads are refused with 403 whatever the login.
+BEFORE_LOGIN = {
+    ("GET", "/"): 200,
+    ("HEAD", "/"): 200,
+    ("GET", "/?view=api"): 200,  # the API page is the login page until then
+    ("POST", "/login"): 422,  # an empty form
+    ("POST", "/login/"): 422,
+    ("GET", "/logout"): 302,
+    ("GET", "/gradio_api/startup-events"): 200,
+    ("GET", "/theme.css"): 200,
+    ("GET", "/gradio_api/theme.css"): 200,
+    ("GET", "/favicon.ico"): None,
+    ("GET", "/manifest.json"): None,
+    ("GET", "/robots.txt"): None,
+    ("GET", "/pwa_icon"): None,
+    ("GET", "/pwa_icon/{size}"): None,
+    ("GET", "/assets/{path}"): None,
+    ("GET", "/static/{path}"): None,
+    ("GET", "/svelte/{path}"): None,
+    ("POST", "/gradio_api/upload"): 403,
+    ("GET", "/gradio_api/upload_progress"): 403,
+    ("POST", "/gradio_api/process_recording"): 403,
+}
+NOT_IN_SCHEMA = [("GET", "/openapi.json"), ("GET", "/docs"), ("GET", "/redoc"), ("GET", "/?view=api")]
+
+
+def every_route(app) -> list[tuple[str, str]]:
+    """(method, path) of every route the running app has, from its own OpenAPI schema (read in-process:
+    the schema's URL is itself locked), plus the documentation URLs FastAPI and Gradio could add."""
+    routes = [(method.upper(), path) for path, ops in app.openapi()["paths"].items() for method in ops]
+    return sorted(set(routes)) + NOT_IN_SCHEMA
+
+
+def test_every_route_answers_a_client_without_login_with_the_login_page_or_401(locked):
+    url, app = locked
+    routes = every_route(app)
+    assert len(routes) > 60  # Gradio's whole API, not a handful
+    seen = {}
+    with httpx.Client(base_url=url.rstrip("/"), timeout=30) as client:
+        for method, path in routes:
+            concrete = re.sub(r"\{[^}]+\}", "x", path)
+            reply = client.request(method, concrete)
+            seen[(method, path)] = reply.status_code
+            expected = BEFORE_LOGIN.get((method, path), 401)
+            assert expected is None or reply.status_code == expected, (method, path, reply.status_code)
+            assert API_DESCRIPTION not in reply.text and POISONED_ABSTRACT[:40] not in reply.text, (method, path)
+    refused = [route for route, status in seen.items() if status == 401]
+    assert ("GET", "/gradio_api/info") in refused and ("GET", "/gradio_api/openapi.json") in refused
+    assert ("GET", "/openapi.json") in refused and ("POST", "/gradio_api/call/{api_name}") in refused
+
+
+def test_the_login_page_carries_no_api_description_and_the_logged_in_page_does(locked):
+    url, _ = locked
+    with httpx.Client(base_url=url.rstrip("/"), timeout=30) as client:
+        page = client.get("/").text
+        assert "auth_required" in page and "window.gradio_api_info = null;" in page
+        assert API_DESCRIPTION not in page and "primary_area" not in page
+        assert client.post("/login", data=dict(zip(("username", "password"), LOGIN))).status_code == 200
+        assert API_DESCRIPTION in client.get("/").text  # the check above could fail
+        assert API_DESCRIPTION in client.get("/gradio_api/info").text
+
+
+def test_failed_logins_slow_down_per_client_address(locked):
+    import time
+
+    wrong = {"username": LOGIN[0], "password": "guess"}
+    right = dict(zip(("username", "password"), LOGIN))
+    url, _ = locked
+    with httpx.Client(base_url=url.rstrip("/"), timeout=30) as guesser:
+        statuses = [guesser.post("/login", data=wrong).status_code for _ in range(8)]
+        assert statuses[:5] == [400] * 5 and statuses[5:] == [429] * 3
+        refused = guesser.post("/login", data=right)
+        assert refused.status_code == 429 and "too many failed logins" in refused.text
+        # another address (127.0.0.2 is loopback too) is not held back by this one's guesses
+        other = httpx.HTTPTransport(local_address="127.0.0.2")
+        with httpx.Client(base_url=url.rstrip("/"), transport=other, timeout=30) as neighbour:
+            assert neighbour.post("/login", data=right).status_code == 200
+        time.sleep(float(refused.headers["retry-after"]))
+        assert guesser.post("/login", data=right).status_code == 200
+        assert guesser.post("/login", data=wrong).status_code == 400  # a success starts the count again
+
+
+def test_uploads_are_refused_and_nothing_is_stored(open_app):
+    url, app = open_app
+    folder = Path(app.uploaded_file_dir)
+    before = set(folder.rglob("*")) if folder.exists() else set()
+    payload = b"MZ" + b"\x00" * (1 << 20)
+    reply = httpx.post(f"{url}gradio_api/upload", files={"files": ("tool.exe", payload)}, timeout=30)
+    assert reply.status_code == 403 and reply.json() == {"detail": "this app takes no uploads"}
+    after = set(folder.rglob("*")) if folder.exists() else set()
+    assert after == before
+
+
+@pytest.mark.parametrize(
+    "body, status, message",
+    [
+        ({"data": [POISONED_QUESTION]}, 422, '"data" must hold 4 values (question, history, status, primary_area'),
+        ({"data": POISONED_QUESTION}, 422, 'a JSON object with a "data" list'),
+        ("not json", 422, "the body is not JSON"),
+        ({"data": [42, None, None, None]}, 200, "/ask question: Input should be a valid string"),
+        ({"data": [POISONED_QUESTION, "history", None, None]}, 200, "/ask history: Input should be a valid list"),
+    ],
+)
+def test_a_malformed_api_call_gets_a_clear_answer_and_logs_no_traceback(open_app, capfd, body, status, message):
+    url, _ = open_app
+    content = body if isinstance(body, str) else json.dumps(body)
+    headers = {"Content-Type": "application/json"}
+    reply = httpx.post(f"{url}gradio_api/call/ask", content=content, headers=headers, timeout=30)
+    assert reply.status_code == status
+    if status == 200:  # well-formed but wrong values: the event ends with the message, as a gr.Error
+        events = httpx.get(f"{url}gradio_api/call/ask/{reply.json()['event_id']}", timeout=120).text
+        assert "event: error" in events and message in events
+    else:
+        assert message in reply.json()["detail"]
+    assert "Traceback" not in "".join(capfd.readouterr())
+
+
+def test_links_that_are_not_http_are_dropped_from_the_api_and_the_cli(open_app, poisoned, monkeypatch, capsys):
+    from gradio_client import Client
+
+    answer = Client(open_app[0], verbose=False).predict(POISONED_QUESTION, api_name="/ask")
+    [source] = [s for s in answer["sources"] if s["paper_id"] == "poison0"]
+    assert source["url"] == "" and "javascript:" not in json.dumps(answer)
+
+    from rag import cli
+
+    monkeypatch.setenv("RAG_CONFIG", "extractive")
+    monkeypatch.setenv("RAG_VECTORSTORE__PATH", str(poisoned.config.vectorstore.path))
+    assert cli.main(["ask", "--json", POISONED_QUESTION]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert "poison0" in [s["paper_id"] for s in printed["sources"]] and "javascript:" not in json.dumps(printed)
+
+
+def test_the_logged_in_chat_still_works_through_the_gate(locked):
+    from gradio_client import Client
+
+    answer = Client(locked[0], auth=LOGIN, verbose=False).predict(POISONED_QUESTION, api_name="/ask")
+    assert answer["sources"][0]["paper_id"] == "poison0"
