@@ -168,6 +168,11 @@ class UIConfig(Section):
     )
     concurrency_limit: int = Field(1, ge=1, description="Answers generated at once.")
     max_queue: int = Field(64, ge=1, description="Waiting requests beyond this are told the app is busy.")
+    api_key_env: str = Field(
+        "ABSTRACT_RAG_API_KEY",
+        description="`rag serve`: the environment variable holding the bearer key its /v1 API requires when "
+        "bound beyond loopback (on loopback the API needs no key).",
+    )
     examples: list[str] = Field(
         [
             "How does RxnFlow keep generated molecules synthesizable?",
@@ -246,6 +251,11 @@ def with_overrides(config: str | os.PathLike | Settings | None = None, **section
     for section, overrides in sections.items():
         values[section].update(overrides)
     return Settings(**values)
+
+
+def config_names() -> list[str]:
+    """The names `load_config` accepts without a path: configs/*.yaml here and in the project."""
+    return sorted({path.stem for folder in CONFIG_DIRS if folder.is_dir() for path in folder.glob("*.yaml")})
 
 
 def _find_config_file(name: str | os.PathLike) -> Path:
