@@ -65,7 +65,10 @@ class Filters:
 
 
 class FilterSpec(BaseModel):
-    """`Filters` as the APIs take them in JSON (/v1, MCP tools, the LangChain retriever); unknown keys are refused."""
+    """Only papers matching every field given."""
+
+    # `Filters` as the APIs take them in JSON (/v1, MCP tools, the LangChain retriever); this docstring
+    # is what their schemas show. Unknown keys are refused, so a misspelt filter never silently matches all.
 
     model_config = ConfigDict(extra="forbid")
 
