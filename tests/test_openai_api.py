@@ -12,7 +12,7 @@ import sys
 import httpx
 import openai
 import pytest
-from conftest import user_environment
+from conftest import settings_for, user_environment
 from servers import ServeProcess
 
 from rag.config import PROJECT_ROOT, config_names
@@ -232,3 +232,26 @@ def test_a_full_queue_turns_requests_away_at_once():
         return seen
 
     assert asyncio.run(run()) == ["503 queue_full", "served"]
+
+
+def test_a_model_that_is_down_is_a_503_or_a_marked_fallback(seeded, embeddings):
+    from fastapi.testclient import TestClient
+
+    from rag.service import RagService
+    from ui.serve import build_server
+
+    def client_for(fallback: str) -> openai.OpenAI:
+        dead = {"provider": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "x", "max_retries": 0}
+        settings = settings_for(seeded.config.vectorstore.path, llm={**dead, "fallback": fallback})
+        app = TestClient(build_server(RagService(settings, embeddings=embeddings)))
+        return openai.OpenAI(base_url="http://testserver/v1", api_key="x", http_client=app, max_retries=0)
+
+    strict = client_for("none")
+    with pytest.raises(openai.InternalServerError) as caught:
+        strict.chat.completions.create(model="extractive", messages=ask(RXNFLOW))
+    assert caught.value.status_code == 503 and caught.value.body["code"] == "model_unavailable"
+    with pytest.raises(openai.APIError, match="openai"):  # headers were sent: the error arrives in the stream
+        list(strict.chat.completions.create(model="extractive", messages=ask(RXNFLOW), stream=True))
+
+    reply = client_for("extractive").chat.completions.create(model="extractive", messages=ask(RXNFLOW))
+    assert reply.model_extra["rag"]["fallback"] and reply.choices[0].message.content == seeded.answer(RXNFLOW).text
