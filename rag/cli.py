@@ -265,7 +265,7 @@ def run_serve(args: argparse.Namespace) -> int:
     api_key = None if is_loopback(host) else read_api_key(settings.api_key_env, host)
     auth = read_auth(args.auth_env or settings.auth_env)
     if warning := exposure_warning(host, False, auth is not None):
-        print(warning.replace("chat app", "chat page"), file=sys.stderr)
+        print(warning, file=sys.stderr)  # the page; the API has its key
     service.ensure_index()
     from ui.serve import build_server, serve
 
