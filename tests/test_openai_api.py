@@ -214,24 +214,41 @@ def test_serving_beyond_loopback_without_a_key_is_refused_in_one_line(tmp_path):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_a_full_queue_turns_requests_away_at_once():
-    from ui.openai_api import AnswerSlots, ApiError
+def test_the_chat_and_the_api_share_the_answer_slots_and_a_full_line_is_turned_away():
+    import threading
 
-    async def run() -> list[str]:
-        slots, seen = AnswerSlots(limit=1, max_waiting=1), []
-        await slots.take()  # answering
-        waiter = asyncio.create_task(slots.take())  # waiting in line
-        await asyncio.sleep(0)
+    from ui.slots import AnswerSlots, QueueFull
+
+    async def run(slots: AnswerSlots, chat_done: threading.Event) -> list[str]:
+        seen = []
+        waiter = asyncio.create_task(slots.take())  # an API request while the chat answers: it waits
+        await asyncio.sleep(0.2)
+        seen.append(f"busy {slots.busy}, waiting {slots.waiting}, served {waiter.done()}")
         try:
-            await slots.take()  # one too many
-        except ApiError as err:
-            seen.append(f"{err.status} {err.body['code']}")
-        slots.give_back()
-        await asyncio.wait_for(waiter, 5)  # the one in line gets the slot
-        seen.append("served")
+            await slots.take()  # one more than the line holds
+        except QueueFull as err:
+            seen.append(str(err))
+        chat_done.set()
+        await asyncio.wait_for(waiter, 5)  # the chat's answer ended: the API request gets the slot
+        seen.append(f"busy {slots.busy}, waiting {slots.waiting}")
         return seen
 
-    assert asyncio.run(run()) == ["503 queue_full", "served"]
+    slots, answering, chat_done = AnswerSlots(limit=1, max_waiting=1), threading.Event(), threading.Event()
+
+    def chat_answer():
+        with slots.held():
+            answering.set()
+            chat_done.wait(10)
+
+    chat = threading.Thread(target=chat_answer)
+    chat.start()
+    answering.wait(10)
+    assert asyncio.run(run(slots, chat_done)) == [
+        "busy 1, waiting 1, served False",
+        "the server is busy; try again",
+        "busy 1, waiting 0",
+    ]
+    chat.join(10)
 
 
 def test_a_model_that_is_down_is_a_503_or_a_marked_fallback(seeded, embeddings):
@@ -255,3 +272,16 @@ def test_a_model_that_is_down_is_a_503_or_a_marked_fallback(seeded, embeddings):
 
     reply = client_for("extractive").chat.completions.create(model="extractive", messages=ask(RXNFLOW))
     assert reply.model_extra["rag"]["fallback"] and reply.choices[0].message.content == seeded.answer(RXNFLOW).text
+
+
+def test_under_rag_serve_each_chat_answer_holds_a_slot_while_it_is_made(seeded):
+    from ui.slots import AnswerSlots, SlottedService
+
+    slots = AnswerSlots(limit=1, max_waiting=1)
+    chat_service = SlottedService(seeded, slots)
+    pieces = chat_service.stream_answer(RXNFLOW)
+    next(pieces)
+    assert slots.busy == 1
+    *_, final = pieces
+    assert slots.busy == 0 and final == seeded.answer(RXNFLOW) == chat_service.answer(RXNFLOW)
+    assert chat_service.stats() == seeded.stats()  # everything else is the service's own

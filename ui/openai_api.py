@@ -8,7 +8,6 @@ is an OpenAI-style body, `{"error": {"message", "type", "param", "code"}}`, neve
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import json
 import logging
@@ -29,6 +28,7 @@ from rag.errors import InputError, RagError, StoreError
 from rag.results import Answer
 from rag.retrieval import FilterSpec, as_filters
 from rag.service import RagService
+from ui.slots import AnswerSlots, QueueFull
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +47,8 @@ def error_for(err: Exception) -> ApiError:
         return err
     if isinstance(err, InputError):
         return ApiError(400, str(err))
+    if isinstance(err, QueueFull):
+        return ApiError(503, str(err), "server_error", "queue_full")
     if isinstance(err, StoreError):
         return ApiError(503, str(err), "server_error", "index_unavailable")
     if isinstance(err, RagError):  # a model that failed with no fallback, a config that can't be used
@@ -101,30 +103,6 @@ class RetrieveRequest(BaseModel):
     model: str | None = None
 
 
-class AnswerSlots:
-    """`ui.concurrency_limit` answers at once, `ui.max_queue` waiting; beyond that a 503 at once, as the
-    chat's queue does. The bundled model generates one answer at a time whatever this allows."""
-
-    def __init__(self, limit: int, max_waiting: int):
-        self.max_waiting, self.waiting = max_waiting, 0
-        self._free = asyncio.Semaphore(limit)
-
-    def refuse_if_full(self) -> None:
-        if self._free.locked() and self.waiting >= self.max_waiting:
-            raise ApiError(503, "the server is busy; try again", "server_error", "queue_full")
-
-    async def take(self) -> None:
-        self.refuse_if_full()
-        self.waiting += 1
-        try:
-            await self._free.acquire()
-        finally:
-            self.waiting -= 1
-
-    def give_back(self) -> None:
-        self._free.release()
-
-
 class Models:
     """`model` names a config: the server's own, or any in configs/ (each built once, when first asked)."""
 
@@ -144,11 +122,10 @@ class Models:
         return get_service(name)
 
 
-def add_openai_routes(app: FastAPI, service: RagService, api_key: str | None) -> None:
-    """Mount the API on `app`; with `api_key`, every /v1 request needs `Authorization: Bearer KEY`."""
+def add_openai_routes(app: FastAPI, service: RagService, slots: AnswerSlots, api_key: str | None) -> None:
+    """Mount the API on `app`; answers take `slots`; with `api_key`, every /v1 request needs
+    `Authorization: Bearer KEY`."""
     models = Models(service)
-    settings = service.config.ui
-    slots = AnswerSlots(settings.concurrency_limit, settings.max_queue)
 
     def check_key(request: Request) -> None:
         if api_key is None:
@@ -178,7 +155,7 @@ def add_openai_routes(app: FastAPI, service: RagService, api_key: str | None) ->
             finally:
                 slots.give_back()
             return reply.completion(answer)
-        slots.refuse_if_full()
+        slots.refuse_if_full()  # a 503 now, while there is still a status line to give it
         start = partial(chosen.stream_answer, question, **options)
         return StreamingResponse(reply.events(start, slots), media_type="text/event-stream")
 
@@ -199,7 +176,8 @@ def add_openai_routes(app: FastAPI, service: RagService, api_key: str | None) ->
 
     app.include_router(v1)
     app.add_exception_handler(ApiError, api_error_response)
-    app.add_exception_handler(RagError, lambda request, err: api_error_response(request, error_for(err)))
+    for known in (RagError, QueueFull):
+        app.add_exception_handler(known, lambda request, err: api_error_response(request, error_for(err)))
     app.add_exception_handler(RequestValidationError, invalid_request_response)
     app.add_exception_handler(Exception, lambda request, err: api_error_response(request, error_for(err)))
 

@@ -2,7 +2,8 @@
 
 Both live on one FastAPI app: ours holds the API routes, and Gradio's own `mount_gradio_app` mounts
 the chat onto it (Gradio runs on FastAPI already, so no second web framework). Routes of the parent
-app are matched before the mounted page.
+app are matched before the mounted page. Answers from the page and the API share `ui.concurrency_limit`
+slots (ui/slots.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from fastapi import FastAPI
 from rag.service import RagService
 from ui.app import build_app
 from ui.openai_api import add_openai_routes
+from ui.slots import AnswerSlots, SlottedService
 from ui.style import CSS, SCRIPT
 
 
@@ -20,9 +22,11 @@ def build_server(service: RagService, api_key: str | None = None, auth: tuple[st
     """The API (a bearer `api_key` required when given) and the chat page (a login when `auth` is given)."""
     # No /docs or /openapi.json: docs/api.md documents the API, and nothing is shown before a login.
     app = FastAPI(title="abstract-rag", docs_url=None, redoc_url=None, openapi_url=None)
-    add_openai_routes(app, service, api_key)
+    slots = AnswerSlots(service.config.ui.concurrency_limit, service.config.ui.max_queue)
+    add_openai_routes(app, service, slots, api_key)
+    page = build_app(SlottedService(service, slots))
     return gr.mount_gradio_app(
-        app, build_app(service), path="/", auth=auth, css=CSS, js=SCRIPT, footer_links=["api"], show_error=False
+        app, page, path="/", auth=auth, css=CSS, js=SCRIPT, footer_links=["api"], show_error=False
     )
 
 
