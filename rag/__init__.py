@@ -26,12 +26,13 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rag.config import Settings
+    from rag.langchain import AnswerChain, PaperRetriever
     from rag.results import Answer, Source
-    from rag.retrieval import Filters
+    from rag.retrieval import Filters, FilterSpec
     from rag.service import RagService
 
 # No public name here may equal a submodule's: importing `rag.service` binds `rag.service` to the module.
-__all__ = ["answer", "get_service", "retrieve", "stream_answer"]
+__all__ = ["answer", "answer_chain", "as_retriever", "get_service", "retrieve", "stream_answer"]
 
 _SERVICES_KEPT = 4
 _services: OrderedDict[str, RagService] = OrderedDict()
@@ -85,3 +86,19 @@ def retrieve(
 ) -> list[Source]:
     """The best-matching papers (k of them, default `retrieval.k`), one `Source` each, best first."""
     return get_service(config).retrieve(question, k=k, filters=filters)
+
+
+def as_retriever(
+    config: str | Settings | None = None, k: int | None = None, filters: Filters | FilterSpec | dict | None = None
+) -> PaperRetriever:
+    """A LangChain `BaseRetriever`: one `Document` per paper (its passages; id, title, status, area, url, score)."""
+    from rag.langchain import as_retriever as make_retriever
+
+    return make_retriever(config, k=k, filters=filters)
+
+
+def answer_chain(config: str | Settings | None = None) -> AnswerChain:
+    """The cited-answer chain as a LangChain `Runnable`: a question in, an `Answer` out."""
+    from rag.langchain import answer_chain as make_chain
+
+    return make_chain(config)

@@ -1,4 +1,4 @@
-"""The `rag` command: ingest, ask, stats, eval, ui, fetch.
+"""The `rag` command: ingest, ask, stats, eval, ui, serve, mcp, fetch.
 
 Only argparse is imported up front, so `rag --help` is instant. Errors meant for the user
 (`RagError`) print as one line on stderr and exit 1; no traceback reaches the terminal.
@@ -82,6 +82,17 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--share", action="store_true", default=None, help="also open a public gradio.live link")
     ui.add_argument("--auth-env", help="environment variable holding 'user:password' to require (default: ui.auth_env)")
     ui.set_defaults(run=run_ui)
+
+    serve = commands.add_parser("serve", help="the chat page and an OpenAI-compatible API (/v1) on one port")
+    serve.add_argument("--config", default=argparse.SUPPRESS, help="as the top-level --config")
+    serve.add_argument("--host", help="address to bind (default: ui.host, 127.0.0.1; any other needs an API key)")
+    serve.add_argument("--port", type=int, help="port (default: ui.port, 7860)")
+    serve.add_argument("--auth-env", help="environment variable holding 'user:password' for the chat page")
+    serve.set_defaults(run=run_serve)
+
+    mcp = commands.add_parser("mcp", help="an MCP server on stdio: tools search_papers and ask, paper:// resources")
+    mcp.add_argument("--config", default=argparse.SUPPRESS, help="as the top-level --config")
+    mcp.set_defaults(run=run_mcp)
 
     add_fetch_parser(commands)
     return parser
@@ -258,6 +269,43 @@ def run_ui(args: argparse.Namespace) -> int:
     from ui.app import build_app, launch
 
     launch(build_app(service), host, port, share=share, auth=auth)
+    return 0
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    service = service_from(args)
+    settings = service.config.ui
+    host, port = args.host or settings.host, args.port or settings.port
+    api_key = None if is_loopback(host) else read_api_key(settings.api_key_env, host)
+    auth = read_auth(args.auth_env or settings.auth_env)
+    if warning := exposure_warning(host, False, auth is not None):
+        print(warning, file=sys.stderr)  # the page; the API has its key
+    service.ensure_index()
+    from ui.serve import build_server, serve
+
+    serve(build_server(service, api_key=api_key, auth=auth), host, port)
+    return 0
+
+
+def read_api_key(variable: str, host: str) -> str:
+    """The bearer key the API requires beyond loopback; refusing to start without one."""
+    import os
+
+    from rag.errors import ConfigError
+
+    key = os.environ.get(variable, "").strip()
+    if not key:
+        raise ConfigError(
+            f"serving on {host}, beyond this machine, needs an API key: set the environment variable {variable} "
+            "(ui.api_key_env names it); clients send it as 'Authorization: Bearer KEY'"
+        )
+    return key
+
+
+def run_mcp(args: argparse.Namespace) -> int:
+    from rag.mcp_server import build_mcp_server
+
+    build_mcp_server(service_from(args)).run("stdio")
     return 0
 
 

@@ -178,6 +178,11 @@ class UIConfig(Section):
     )
     concurrency_limit: int = Field(1, ge=1, description="Answers generated at once.")
     max_queue: int = Field(64, ge=1, description="Waiting requests beyond this are told the app is busy.")
+    api_key_env: str = Field(
+        "ABSTRACT_RAG_API_KEY",
+        description="`rag serve`: the environment variable holding the bearer key its /v1 API requires when "
+        "bound beyond loopback (on loopback the API needs no key).",
+    )
     examples: list[str] = Field(
         [
             "How does RxnFlow keep generated molecules synthesizable?",
@@ -300,6 +305,11 @@ def checked_k(value: int | str) -> int:
         return RetrievalConfig(k=value).k
     except ValidationError as err:
         raise InputError(f"k = {value}: {err.errors()[0]['msg'].lower()} (the bounds of retrieval.k)") from None
+
+
+def config_names() -> list[str]:
+    """The names `load_config` accepts without a path: configs/*.yaml here and in the project."""
+    return sorted({path.stem for folder in CONFIG_DIRS if folder.is_dir() for path in folder.glob("*.yaml")})
 
 
 def _find_config_file(name: str | os.PathLike) -> Path:

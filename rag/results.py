@@ -19,6 +19,21 @@ class Source:
     score: float
     metadata: dict[str, Any] = field(default_factory=dict)
 
+    def to_payload(self) -> dict[str, Any]:
+        """The paper as every API shows it (the app's /ask, /v1, MCP): flat JSON, lists for links and authors."""
+        meta = self.metadata
+        return {
+            "paper_id": self.paper_id,
+            "title": self.title,
+            "score": self.score,
+            "status": meta.get("status", ""),
+            "primary_area": meta.get("primary_area", ""),
+            "authors": [name for name in str(meta.get("authors", "")).split("; ") if name],
+            "url": meta.get("url", ""),
+            "github": str(meta.get("github", "")).split(),
+            "passage": self.text,
+        }
+
 
 @dataclass(frozen=True)
 class SentenceCheck:
@@ -50,6 +65,19 @@ class Answer:
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "cited": self.cited}
+
+    def to_payload(self) -> dict[str, Any]:
+        """The answer as the APIs return it (the app's /ask, the `rag` field of /v1 answers, MCP's `ask`)."""
+        return {
+            "question": self.question,
+            "text": self.text,
+            "cited": self.cited,
+            "refused": self.refused,
+            "fallback": self.fallback,
+            "sources": [{"number": n, **source.to_payload()} for n, source in enumerate(self.sources, start=1)],
+            "standalone_question": self.standalone_question,
+            "config": self.config,
+        }
 
 
 def safe_url(url: str) -> str | None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from langchain_core.documents import Document
+from pydantic import BaseModel, ConfigDict, Field
 
 from rag.chunking import passage
 from rag.config import RetrievalConfig
@@ -61,6 +62,30 @@ class Filters:
     def admits(self, metadata: dict) -> bool:
         """The author substring test, which `where()` leaves out."""
         return not self.author or self.author.lower() in str(metadata.get("authors", "")).lower()
+
+
+class FilterSpec(BaseModel):
+    """Only papers matching every field given."""
+
+    # `Filters` as the APIs take them in JSON (/v1, MCP tools, the LangChain retriever); this docstring
+    # is what their schemas show. Unknown keys are refused, so a misspelt filter never silently matches all.
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: list[str] = Field(default_factory=list, description="Only papers with one of these statuses, e.g. Oral.")
+    primary_area: list[str] = Field(default_factory=list, description="Only papers of one of these primary areas.")
+    author: str = Field("", description="Only papers with an author whose name contains this.")
+    has_code: bool | None = Field(None, description="true: only papers linking to GitHub; false: only those without.")
+
+    def to_filters(self) -> Filters:
+        return Filters(tuple(self.status), tuple(self.primary_area), self.author, self.has_code)
+
+
+def as_filters(filters: Filters | FilterSpec | dict | None) -> Filters:
+    """Filters from any of the forms callers hold; a dict is checked as a `FilterSpec`."""
+    if filters is None or isinstance(filters, Filters):
+        return filters or Filters()
+    return (filters if isinstance(filters, FilterSpec) else FilterSpec.model_validate(filters)).to_filters()
 
 
 @dataclass

@@ -183,6 +183,19 @@ class RagService:
             instead = "extractive answers instead" if self.config.llm.fallback == "extractive" else "no answers"
             return f"{self.config.llm.provider} (unavailable: {err}; {instead})"
 
+    def paper(self, paper_id: str) -> dict | None:
+        """One stored paper, {paper_id, title, abstract, authors, status, primary_area, url, github}, or None."""
+        self.ensure_index()
+        with self.reading():
+            found = self.index.paper(paper_id)
+        if found is None:
+            return None
+        abstract, meta = found
+        described = Source(paper_id, meta.get("title", ""), abstract, 0.0, meta).to_payload()
+        return {"paper_id": paper_id, "title": described["title"], "abstract": abstract} | {
+            key: described[key] for key in ("authors", "status", "primary_area", "url", "github")
+        }
+
     def filter_choices(self) -> dict[str, list[str]]:
         """The statuses and primary areas stored papers have: what retrieval `Filters` can select."""
         with self.reading():

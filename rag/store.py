@@ -162,6 +162,11 @@ class PaperIndex:
         found = self.papers.get(where={"content_hash": {"$in": hashes}}, include=["metadatas"])
         return {meta["content_hash"]: pid for pid, meta in zip(found["ids"], found["metadatas"])}
 
+    def paper(self, paper_id: str) -> tuple[str, dict[str, Any]] | None:
+        """(abstract, metadata) of one complete paper, or None."""
+        found = self.papers.get(ids=[paper_id], include=["documents", "metadatas"])
+        return (found["documents"][0], found["metadatas"][0]) if found["ids"] else None
+
     def all_paper_ids(self) -> list[str]:
         return self.papers.get(include=[])["ids"]
 

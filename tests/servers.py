@@ -174,6 +174,30 @@ class AppProcess(ServerProcess):
         return super().start(ready_within)
 
 
+class ServeProcess(ServerProcess):
+    """`rag [ARGS] serve` (the chat page and the /v1 API) on loopback, in the given environment."""
+
+    name = "rag serve"
+    cwd = Path(__file__).resolve().parent.parent
+
+    def __init__(self, log: Path, env: dict[str, str], *args: str):
+        super().__init__(log)
+        self.env, self.args = env, args
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}/"
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "rag.cli", *self.args, "serve", "--port", str(self.port)]
+
+    def alive(self) -> bool:
+        return answers(f"{self.url}health")
+
+    def start(self, ready_within: float = 300) -> ServeProcess:
+        return super().start(ready_within)
+
+
 def chroma_command() -> str:
     """The `chroma` CLI beside this Python (the venv's), else the one on PATH."""
     beside = Path(sys.executable).parent / "chroma"

@@ -249,9 +249,30 @@ def serve(service: RagService, auth=None):
     demo.close()
 
 
-@pytest.fixture(scope="module")
-def locked(poisoned):
-    yield from serve(poisoned, auth=LOGIN)
+def serve_with_api(service: RagService, auth=None):
+    """`rag serve`'s app (the page mounted beside the /v1 API) on a free loopback port, then stopped."""
+    import threading
+
+    import uvicorn
+    from starlette.routing import Mount
+
+    from ui.serve import build_server
+
+    app, port = build_server(service, auth=auth), free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host=HOST, port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        thread.join(0.1)
+    yield f"http://{HOST}:{port}/", next(route.app for route in app.routes if isinstance(route, Mount))
+    server.should_exit = True
+    thread.join(30)
+
+
+@pytest.fixture(scope="module", params=["rag ui", "rag serve"])
+def locked(poisoned, request):
+    """The chat page with a login, as each command serves it."""
+    yield from (serve if request.param == "rag ui" else serve_with_api)(poisoned, auth=LOGIN)
 
 
 @pytest.fixture(scope="module")

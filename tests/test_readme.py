@@ -29,7 +29,8 @@ README = PROJECT_ROOT / "README.md"
 SKIP = re.compile(r"<!--\s*readme:\s*skip\s*\((?P<reason>[^)]+)\)\s*-->")
 SHELLS = ("bash", "sh", "shell", "console")
 ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=")
-APP_URL = "http://127.0.0.1:7860/"  # where the README's API example expects `rag ui`
+APP_URL = "http://127.0.0.1:7860/"  # where the README's API examples expect `rag ui` or `rag serve`
+SERVERS = ("ui", "serve")  # commands that serve until stopped
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ def test_shell_examples_run_as_typed(block, user):
     others = [command for command in shell_commands(block) if not is_rag(command)]
     assert not others, f"README line {block.line}: run these in the test or mark the block skipped: {others}"
     for command in shell_commands(block):
-        if "ui" in shlex.split(command):  # `rag ui`, `rag --config NAME ui ...`
+        if set(SERVERS) & set(shlex.split(command)):  # `rag ui`, `rag --config NAME serve ...`
             check_app_starts(command, user)
             continue
         result = subprocess.run(
@@ -104,13 +105,14 @@ def test_shell_examples_run_as_typed(block, user):
 
 
 def test_python_examples_run_in_order_in_one_fresh_process(user):
-    """All python blocks as one script; the app they talk to is started on a free port first."""
+    """All python blocks as one script; the app they talk to is started on a free port first (`rag serve`:
+    the chat with its `/ask`, and the /v1 API)."""
     port = free_port()
     blocks = [block for block in RUN if block.language == "python"]
     script = "\n".join(f"# README.md line {block.line}\n{block.code}" for block in blocks)
     script = script.replace(APP_URL, f"http://127.0.0.1:{port}/")
     needs_app = f"127.0.0.1:{port}" in script
-    app = start_app(f"rag --config extractive ui --port {port}", user, port) if needs_app else None
+    app = start_app(f"rag --config extractive serve --port {port}", user, port) if needs_app else None
     try:
         result = subprocess.run(
             [sys.executable, "-c", script], capture_output=True, text=True, env=user, cwd=PROJECT_ROOT, timeout=900
@@ -123,7 +125,7 @@ def test_python_examples_run_in_order_in_one_fresh_process(user):
 
 
 def check_app_starts(command: str, env: dict[str, str]) -> None:
-    """`rag ui ...` serves until stopped: start it (on a free port), see the page, stop it."""
+    """`rag ui ...` or `rag serve ...` serves until stopped: start it (on a free port), see the page, stop it."""
     port = free_port()
     words = shlex.split(command)
     if "--port" in words:

@@ -206,28 +206,7 @@ def supporting_sentences(answer: Answer) -> dict[int, set[str]]:
 
 def answer_payload(answer: Answer) -> dict[str, Any]:
     """The JSON the `/ask` API endpoint returns."""
-    return {
-        "question": answer.question,
-        "text": answer.text,
-        "cited": answer.cited,
-        "refused": answer.refused,
-        "fallback": answer.fallback,
-        "sources": [
-            {
-                "number": number,
-                "paper_id": source.paper_id,
-                "title": source.title,
-                "score": source.score,
-                "status": source.metadata.get("status", ""),
-                "url": source.metadata.get("url", ""),
-                "github": str(source.metadata.get("github", "")).split(),
-                "passage": source.text,
-            }
-            for number, source in enumerate(answer.sources, start=1)
-        ],
-        "standalone_question": answer.standalone_question,
-        "config": answer.config,
-    }
+    return answer.to_payload()
 
 
 def header_html(model: str, stats: dict[str, Any]) -> str:

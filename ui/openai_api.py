@@ -1,0 +1,254 @@
+"""An OpenAI-compatible API over `RagService`: `/v1/chat/completions`, `/v1/models`, `/v1/retrieve`, `/health`.
+
+Routes only validate and delegate, as the chat page does. Unmodified OpenAI clients work: the
+response fields they know are standard, and the answer's sources, refusal and fallback travel in
+one extra top-level field, `rag` (the same JSON as the app's `/ask`; see docs/api.md). Every error
+is an OpenAI-style body, `{"error": {"message", "type", "param", "code"}}`, never a traceback.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from functools import partial
+from typing import Any, Literal
+
+import anyio
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from rag.config import config_names
+from rag.errors import InputError, RagError, StoreError
+from rag.results import Answer
+from rag.retrieval import FilterSpec, as_filters
+from rag.service import RagService
+from ui.slots import AnswerSlots, QueueFull
+
+log = logging.getLogger(__name__)
+
+
+class ApiError(Exception):
+    """An error for the client, in OpenAI's shape."""
+
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error", code=None, param=None):
+        super().__init__(message)
+        self.status, self.body = status, {"message": message, "type": kind, "param": param, "code": code}
+
+
+def error_for(err: Exception) -> ApiError:
+    """The status and body for an exception raised while answering."""
+    if isinstance(err, ApiError):
+        return err
+    if isinstance(err, InputError):
+        return ApiError(400, str(err))
+    if isinstance(err, QueueFull):
+        return ApiError(503, str(err), "server_error", "queue_full")
+    if isinstance(err, StoreError):
+        return ApiError(503, str(err), "server_error", "index_unavailable")
+    if isinstance(err, RagError):  # a model that failed with no fallback, a config that can't be used
+        return ApiError(503, str(err), "server_error", "model_unavailable")
+    log.error("answering failed", exc_info=err)
+    return ApiError(500, f"unexpected {type(err).__name__}; the details are in the server log", "server_error")
+
+
+class Message(BaseModel):
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[dict[str, Any]] | None = None
+
+    def text(self) -> str:
+        if not isinstance(self.content, list):
+            return self.content or ""
+        if any(part.get("type") != "text" for part in self.content):
+            raise ApiError(400, "only text content is supported", param="messages")
+        return "".join(str(part.get("text", "")) for part in self.content)
+
+
+class ChatRequest(BaseModel):
+    # Sampling options (temperature, max_tokens, ...) are accepted and ignored: the config decides.
+    model_config = ConfigDict(extra="allow")
+
+    model: str | None = Field(None, description="A config name from GET /v1/models (default: the server's).")
+    messages: list[Message] = Field(min_length=1)
+    stream: bool = False
+    k: int | None = Field(None, ge=1, le=50, description="Extension: papers to retrieve.")
+    filters: FilterSpec | None = Field(None, description="Extension: restrict retrieval.")
+
+    def question_and_history(self) -> tuple[str, list[tuple[str, str]]]:
+        """The last user message, and the (question, answer) pairs before it; system messages are ignored."""
+        turns = [m for m in self.messages if m.role in ("user", "assistant")]
+        if not turns or turns[-1].role != "user":
+            raise ApiError(400, "the last message must be the user's question", param="messages")
+        history, asked = [], None
+        for message in turns[:-1]:
+            if message.role == "user":
+                asked = message.text()
+            elif asked is not None:
+                history.append((asked, message.text()))
+                asked = None
+        return turns[-1].text(), history
+
+
+class RetrieveRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str
+    k: int | None = Field(None, ge=1, le=50)
+    filters: FilterSpec | None = None
+    model: str | None = None
+
+
+class Models:
+    """`model` names a config: the server's own, or any in configs/ (each built once, when first asked)."""
+
+    def __init__(self, service: RagService):
+        self.service = service
+
+    def names(self) -> list[str]:
+        return sorted({*config_names(), self.service.config.name})
+
+    def get(self, name: str | None) -> RagService:
+        from rag import get_service
+
+        if not name or name == self.service.config.name:
+            return self.service
+        if name not in config_names():  # never a path: a client must not make the server read files
+            raise ApiError(404, f"The model '{name}' does not exist", param="model", code="model_not_found")
+        return get_service(name)
+
+
+def add_openai_routes(app: FastAPI, service: RagService, slots: AnswerSlots, api_key: str | None) -> None:
+    """Mount the API on `app`; answers take `slots`; with `api_key`, every /v1 request needs
+    `Authorization: Bearer KEY`."""
+    models = Models(service)
+
+    def check_key(request: Request) -> None:
+        if api_key is None:
+            return
+        given = request.headers.get("authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {api_key}".encode()):
+            raise ApiError(401, "Incorrect API key provided", code="invalid_api_key")
+
+    v1 = APIRouter(prefix="/v1", dependencies=[Depends(check_key)])
+
+    @v1.get("/models")
+    def list_models() -> dict:
+        data = [{"id": name, "object": "model", "created": 0, "owned_by": "abstract-rag"} for name in models.names()]
+        return {"object": "list", "data": data}
+
+    @v1.post("/chat/completions")
+    async def chat_completions(body: ChatRequest):
+        chosen = models.get(body.model)
+        question, history = body.question_and_history()
+        question = chosen.clean_question(question)  # a bad question is a 400 before any stream starts
+        options = {"history": history, "k": body.k, "filters": as_filters(body.filters)}
+        reply = Reply(body.model or chosen.config.name)
+        if not body.stream:
+            await slots.take()
+            try:
+                answer = await anyio.to_thread.run_sync(lambda: chosen.answer(question, **options))
+            finally:
+                slots.give_back()
+            return reply.completion(answer)
+        slots.refuse_if_full()  # a 503 now, while there is still a status line to give it
+        start = partial(chosen.stream_answer, question, **options)
+        return StreamingResponse(reply.events(start, slots), media_type="text/event-stream")
+
+    @v1.post("/retrieve")
+    async def retrieve(body: RetrieveRequest) -> dict:
+        chosen = models.get(body.model)
+        filters = as_filters(body.filters)
+        sources = await anyio.to_thread.run_sync(lambda: chosen.retrieve(body.question, body.k, filters))
+        return {"object": "list", "model": chosen.config.name, "data": [s.to_payload() for s in sources]}
+
+    @app.get("/health")
+    async def health() -> JSONResponse:
+        try:
+            stats = await anyio.to_thread.run_sync(service.stats)
+        except RagError as err:
+            return JSONResponse({"status": "unavailable", "error": str(err)}, status_code=503)
+        return JSONResponse({"status": "ok", "papers": stats["papers"], "config": stats["config"]})
+
+    app.include_router(v1)
+    app.add_exception_handler(ApiError, api_error_response)
+    for known in (RagError, QueueFull):
+        app.add_exception_handler(known, lambda request, err: api_error_response(request, error_for(err)))
+    app.add_exception_handler(RequestValidationError, invalid_request_response)
+    app.add_exception_handler(Exception, lambda request, err: api_error_response(request, error_for(err)))
+
+
+def api_error_response(request: Request, err: ApiError) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if err.status == 401 else None
+    return JSONResponse({"error": err.body}, status_code=err.status, headers=headers)
+
+
+def invalid_request_response(request: Request, err: RequestValidationError) -> JSONResponse:
+    first = err.errors()[0]
+    where = ".".join(str(part) for part in first["loc"] if part != "body")
+    return api_error_response(request, ApiError(400, f"{where or 'body'}: {first['msg']}", param=where or None))
+
+
+class Reply:
+    """The OpenAI response shapes for one answer: a whole completion, or its stream of chunks."""
+
+    def __init__(self, model: str):
+        self.id, self.created, self.model = f"chatcmpl-{uuid.uuid4().hex}", int(time.time()), model
+
+    def completion(self, answer: Answer) -> dict:
+        message = {"role": "assistant", "content": answer.text, "refusal": None}
+        return {
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}],
+            "rag": answer.to_payload(),
+        }
+
+    def chunk(self, delta: dict, finish: str | None = None, **extra) -> str:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+        body = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model}
+        return f"data: {json.dumps({**body, 'choices': [choice], **extra})}\n\n"
+
+    async def events(self, start: Callable[[], Iterator[str | Answer]], slots: AnswerSlots) -> AsyncIterator[str]:
+        """Server-sent events: the role, the text as the model writes it, then a last chunk with
+        `rag` (the checked answer and its sources), then `[DONE]`. The slot is taken here, not before,
+        so a stream that never starts holds none; the answer runs in a worker thread."""
+        end = object()
+        try:
+            yield self.chunk({"role": "assistant", "content": ""})
+            await slots.take()
+            pieces = None
+            try:
+                pieces, streamed = start(), ""
+                while (piece := await anyio.to_thread.run_sync(next, pieces, end)) is not end:
+                    if isinstance(piece, Answer):
+                        if rest := unstreamed_text(piece, streamed):
+                            yield self.chunk({"content": rest})
+                        yield self.chunk({}, "stop", rag=piece.to_payload())
+                    else:
+                        streamed += piece
+                        yield self.chunk({"content": piece})
+            finally:  # also when the client went away: stop the answer there (no thread runs it now)
+                if pieces is not None:
+                    pieces.close()
+                slots.give_back()
+            yield "data: [DONE]\n\n"
+        except Exception as err:  # headers are sent: the error goes in the stream, as OpenAI does
+            yield f"data: {json.dumps({'error': error_for(err).body})}\n\n"
+
+
+def unstreamed_text(answer: Answer, streamed: str) -> str:
+    """What a plain client still needs after the streamed text: the whole answer when none was streamed
+    (a refusal, say), the quoted answer after a model that failed midway; else nothing (`rag.text`
+    holds the checked wording)."""
+    if not streamed:
+        return answer.text
+    if answer.fallback:
+        return f"\n\n[the model failed: {answer.fallback}; quoted from the abstracts instead]\n\n{answer.text}"
+    return ""

@@ -1,0 +1,41 @@
+"""`rag serve`: one process, one port: the chat page at `/` and the OpenAI-compatible API at `/v1`.
+
+Both live on one FastAPI app: ours holds the API routes, and Gradio's own `mount_gradio_app` mounts
+the chat onto it (Gradio runs on FastAPI already, so no second web framework). Routes of the parent
+app are matched before the mounted page. Answers from the page and the API share `ui.concurrency_limit`
+slots (ui/slots.py).
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+from fastapi import FastAPI
+from starlette.middleware import Middleware
+
+from rag.service import RagService
+from ui.app import build_app
+from ui.guard import Gate
+from ui.openai_api import add_openai_routes
+from ui.slots import AnswerSlots, SlottedService
+from ui.style import CSS, SCRIPT
+
+
+def build_server(service: RagService, api_key: str | None = None, auth: tuple[str, str] | None = None) -> FastAPI:
+    """The API (a bearer `api_key` required when given) and the chat page (a login when `auth` is given)."""
+    # No /docs or /openapi.json: docs/api.md documents the API, and nothing is shown before a login.
+    app = FastAPI(title="abstract-rag", docs_url=None, redoc_url=None, openapi_url=None)
+    slots = AnswerSlots(service.config.ui.concurrency_limit, service.config.ui.max_queue)
+    add_openai_routes(app, service, slots, api_key)
+    page = build_app(SlottedService(service, slots))
+    gate = {"middleware": [Middleware(Gate)]}  # as `rag ui`: nothing but the login page before a login
+    return gr.mount_gradio_app(
+        app, page, path="/", auth=auth, css=CSS, js=SCRIPT, footer_links=["api"], show_error=False, app_kwargs=gate
+    )
+
+
+def serve(app: FastAPI, host: str, port: int) -> None:
+    """Serve until Ctrl-C."""
+    import uvicorn
+
+    print(f"Serving http://{host}:{port}/ (the chat) and /v1 (the API); Ctrl-C stops it", flush=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
