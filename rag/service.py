@@ -137,7 +137,7 @@ class RagService:
         batch = self.config.ingest.batch_size
         limits = self.config.ingest
         records = load_papers(paths, strict=strict, on_problem=report.problems.append, limits=limits)
-        if not (progress and sys.stderr.isatty()):  # a bar only for a person watching, as Unix tools do
+        if not progress:
             return ingest_papers(
                 records, self.index, self.chunker, prune=prune, strict=strict, batch_size=batch, report=report
             )
