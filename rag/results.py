@@ -53,7 +53,11 @@ class Answer:
     text: str
     sources: list[Source]
     refused: bool = False
-    fallback: str | None = None
+    fallback: str | None = None  # why the model could not answer (it failed), when it couldn't
+    # Who wrote `text`: "model", or "extractive" (the evidence sentences themselves); "" for a refusal.
+    answered_by: str = ""
+    replaced: str | None = None  # why the model's checked answer was set aside for the extractive one
+    refusal_reason: str | None = None  # a refusal's figures (evidence against threshold), for --json and details
     checks: list[SentenceCheck] = field(default_factory=list)
     standalone_question: str = ""
     config: str = ""
@@ -74,6 +78,9 @@ class Answer:
             "cited": self.cited,
             "refused": self.refused,
             "fallback": self.fallback,
+            "answered_by": self.answered_by,
+            "replaced": self.replaced,
+            "refusal_reason": self.refusal_reason,
             "sources": [{"number": n, **source.to_payload()} for n, source in enumerate(self.sources, start=1)],
             "standalone_question": self.standalone_question,
             "config": self.config,
