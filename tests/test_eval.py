@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+from functools import cache
 
 import pytest
-from conftest import write_jsonl
+from conftest import FULL_LIST, SEED_FILE, write_jsonl
 
 from rag.cli import main
 from rag.config import PROJECT_ROOT
 from rag.errors import InputError
 from rag.evaluate import Outcome, Question, ServiceSystem, evaluate, load_questions
+from rag.facts import contains_fact, missing_facts, normalize
+from rag.papers import load_papers
 
-SEED_QUESTIONS = PROJECT_ROOT / "tests" / "eval" / "seed_questions.jsonl"
-FLOOR = PROJECT_ROOT / "tests" / "eval" / "floor.json"
+EVAL_DIR = PROJECT_ROOT / "tests" / "eval"
+SEED_QUESTIONS = EVAL_DIR / "seed_questions.jsonl"
+QUESTION_FILES = ("seed_questions.jsonl", "full_questions.jsonl", "researcher_questions.jsonl")
+FLOOR = EVAL_DIR / "floor.json"
 
 
 def test_question_files_are_read_by_split_and_bad_lines_are_named(tmp_path):
@@ -107,3 +113,80 @@ def test_rag_eval_refuses_an_index_without_the_gold_papers(seeded, monkeypatch, 
     assert "none of the gold papers" in capsys.readouterr().err
     assert main(["--config", "extractive", "eval", str(tmp_path / "missing.jsonl")]) == 1
     assert "cannot read questions" in capsys.readouterr().err
+
+
+def question_lines(file_name: str) -> list[dict]:
+    return [json.loads(line) for line in (EVAL_DIR / file_name).read_text(encoding="utf-8").splitlines() if line]
+
+
+@cache
+def full_list_texts() -> dict[str, str]:
+    """Title and abstract of every paper in the full ICLR 2025 list, by id."""
+    with gzip.open(FULL_LIST, "rt", encoding="utf-8") as lines:
+        return {record["id"]: f"{record['title']} {record['abstract']}" for record in map(json.loads, lines)}
+
+
+@pytest.mark.parametrize("file_name", QUESTION_FILES)
+def test_answerable_questions_carry_one_to_three_facts_and_unanswerable_ones_none(file_name):
+    for number, item in enumerate(question_lines(file_name), start=1):
+        where = f"{file_name}:{number}"
+        if not item["gold"]:
+            assert "facts" not in item, where
+            continue
+        facts = item.get("facts")
+        assert isinstance(facts, list) and 1 <= len(facts) <= 3, where
+        assert all(isinstance(fact, str) and normalize(fact) for fact in facts), where
+        assert len({normalize(fact) for fact in facts}) == len(facts), f"{where}: a fact is repeated"
+
+
+@pytest.mark.parametrize("file_name", QUESTION_FILES)
+def test_every_fact_is_stated_by_one_of_its_gold_papers(file_name):
+    if file_name.startswith("seed"):
+        texts = {paper.paper_id: f"{paper.title} {paper.abstract}" for paper in load_papers([SEED_FILE])}
+    elif FULL_LIST.exists():
+        texts = full_list_texts()
+    else:
+        pytest.skip(f"{FULL_LIST} is not here; set RAG_TEST_FULL_LIST to the ICLR 2025 list to check {file_name}")
+    unstated = [
+        (number, fact)
+        for number, item in enumerate(question_lines(file_name), start=1)
+        for fact in item.get("facts", [])
+        if not any(contains_fact(texts[paper_id], fact) for paper_id in item["gold"])
+    ]
+    assert not unstated
+
+
+@pytest.mark.parametrize(
+    ("text", "fact", "stated"),
+    [
+        ("1.2M building blocks and 71 reaction templates", "1.2 M", True),
+        ("an average Vina score of \u20138.85 kcal/mol", "-8.85", True),
+        ("34.8\\% synthesizability", "34.8%", True),
+        ("It took $50,000$ GPU hours", "50000", True),
+        ("parallel methods like $\\tau$-leaping", "tau leaping", True),
+        ("the Multi-Modal Tamper Description dataSet (MMTD-Set)", "mmtd set", True),
+        ("GPT4o and Claude", "GPT-4o", True),
+        ("a nonparametric method", "non-parametric", True),
+        ("re-weighting MLP neurons", "reweighting", True),
+        ("Nystr\u00f6m initialization", "Nystrom", True),
+        ("experiments with seven LLMs and eight datasets", "7 LLMs", True),
+        ("trained with line annotations", "line annotation", True),
+        ("only 12 templates", "1.2", False),
+        ("about 1.25 million blocks", "1.2", False),
+        ("version 1.2.3", "1.2", False),
+        ("571 reaction templates", "71", False),
+        ("because it generalizes", "BE", False),
+        ("a line annotator", "line annotation", False),
+        ("compounding the decoding error", "compounding decoding error", False),
+    ],
+)
+def test_a_fact_is_found_despite_form_but_only_as_whole_words_and_numbers(text, fact, stated):
+    assert contains_fact(text, fact) is stated
+
+
+def test_missing_facts_lists_the_unstated_facts_in_order_and_refuses_an_empty_fact():
+    answer = "RxnFlow assembles molecules from 1.2 million building blocks."
+    assert missing_facts(answer, ["71", "RxnFlow", "CrossDocked2020", "1.2 million"]) == ["71", "CrossDocked2020"]
+    assert missing_facts(answer, []) == []
+    with pytest.raises(ValueError, match="at least one word"):
+        contains_fact(answer, " -- ")
