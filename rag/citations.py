@@ -2,7 +2,9 @@
 
 Small models cite badly, so an answer's citations are checked after it is generated: markers that
 point at no source are dropped, and a sentence left without a valid marker is attributed to the
-source whose own sentences support it best, or left uncited when none supports it enough.
+source whose own sentences support it best, or left uncited when none supports it enough. A
+sentence counts as supported only if a cited source reads close to it and also holds every number
+and name it states.
 Before that, what small models add around an answer is tidied away: a sentence said twice is kept
 once, and an unfinished last sentence (the model hit its token limit, or was stopped in a loop) is
 dropped when complete sentences come before it.
@@ -11,15 +13,12 @@ dropped when complete sentences come before it.
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
 
 import numpy as np
-from langchain_core.embeddings import Embeddings
 
+from rag.evidence import DIGITS, NAME, SentenceVectors, source_sentences
 from rag.markers import MARKER, attach_marker, cited_numbers, split_sentences
 from rag.results import SentenceCheck, Source
-from rag.retrieval import PASSAGE_GAP
 
 FINISHED = re.compile(r"[.!?:;)\]\"'”’]\s*$")
 LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s")
@@ -41,14 +40,9 @@ def tidy_sentences(sentences: list[str]) -> list[str]:
 class CitationChecker:
     """Checks and repairs the citations of an answer against its sources."""
 
-    CACHED_SENTENCES = 20_000  # about 30 MB of vectors
-
-    def __init__(self, embeddings: Embeddings, threshold: float):
-        self.embeddings = embeddings
+    def __init__(self, vectors: SentenceVectors, threshold: float):
+        self.vectors = vectors
         self.threshold = threshold
-        # The same papers come back for related questions: their sentences are embedded once.
-        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
 
     def check(self, text: str, sources: list[Source]) -> tuple[str, list[SentenceCheck]]:
         """The repaired text, and for each of its sentences: what it cites and whether that supports it."""
@@ -65,34 +59,45 @@ class CitationChecker:
                 if support[i, best] >= self.threshold:
                     numbers = [best + 1]
             score = max((support[i, n - 1] for n in numbers), default=0.0)
+            supported = bool(score >= self.threshold) and not ungrounded(bare, [sources[n - 1] for n in numbers])
             fixed.append(attach_marker(bare, numbers))
-            checks.append(SentenceCheck(bare, tuple(numbers), bool(score >= self.threshold), round(float(score), 4)))
+            checks.append(SentenceCheck(bare, tuple(numbers), supported, round(float(score), 4)))
         return " ".join(fixed), checks
 
     def _support(self, sentences: list[str], sources: list[Source]) -> np.ndarray:
         """For each answer sentence and source: the best cosine similarity to one of its sentences."""
-        source_sentences = [
-            [s for part in source.text.split(PASSAGE_GAP) for s in split_sentences(part)] or [source.text]
-            for source in sources
-        ]
-        answer_vecs = np.asarray(self.embeddings.embed_documents(sentences))
-        source_vecs = self._source_vectors([s for group in source_sentences for s in group])
-        similarity = answer_vecs @ source_vecs.T
+        groups = [source_sentences(source) or [source.text] for source in sources]
+        answer_vecs = np.asarray(self.vectors.embeddings.embed_documents(sentences))
+        similarity = answer_vecs @ self.vectors.of([s for group in groups for s in group]).T
         support = np.zeros((len(sentences), len(sources)))
         start = 0
-        for j, group in enumerate(source_sentences):
+        for j, group in enumerate(groups):
             support[:, j] = similarity[:, start : start + len(group)].max(axis=1)
             start += len(group)
         return support
 
-    def _source_vectors(self, sentences: list[str]) -> np.ndarray:
-        with self._lock:  # held while embedding: simpler than reconciling two checkers' caches
-            missing = [s for s in dict.fromkeys(sentences) if s not in self._vectors]
-            if missing:
-                self._vectors.update(zip(missing, np.asarray(self.embeddings.embed_documents(missing))))
-            found = np.stack([self._vectors[s] for s in sentences])
-            for sentence in sentences:
-                self._vectors.move_to_end(sentence)
-            while len(self._vectors) > self.CACHED_SENTENCES:
-                self._vectors.popitem(last=False)
-        return found
+
+def ungrounded(sentence: str, cited: list[Source]) -> list[str]:
+    """The numbers and names a sentence states that none of its cited sources contains.
+
+    Numbers are where models drift ("87%" written as "85%", 71 templates as "10,248"); a sentence
+    with such a number or name is not supported, however similar it reads.
+    """
+    if not cited:
+        return []
+    text = " ".join(f"{source.title} {source.text}" for source in cited)
+    held_numbers = {number_value(m.group(0)) for m in DIGITS.finditer(text)}
+    lowered = text.lower()
+    missing = [m.group(0) for m in DIGITS.finditer(sentence) if number_value(m.group(0)) not in held_numbers]
+    missing += [m.group(0) for m in NAME.finditer(sentence) if m.group(0).lower() not in lowered]
+    return missing
+
+
+def number_value(text: str) -> str:
+    """A number as written, without thousands separators: '10,248' and '10248' compare equal."""
+    return text.replace(",", "")
+
+
+def kept_text(checks: list[SentenceCheck]) -> str:
+    """The text of checked sentences, each with its markers."""
+    return " ".join(attach_marker(check.text, check.cited) for check in checks)

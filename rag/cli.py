@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("-k", "--k", type=papers_k, default=5, help="papers retrieved per question (default 5)")
     evaluate.add_argument("--split", choices=("dev", "test", "all"), default="all", help="which questions")
     evaluate.add_argument("--mode", choices=("dense", "bm25", "hybrid"), help="override retrieval.mode")
-    evaluate.add_argument("--answers", action="store_true", help="also generate answers; report citation precision")
+    evaluate.add_argument("--answers", action="store_true", help="also answer; report fact recall and citations")
     evaluate.add_argument("--json", action="store_true", help="print the full report, per question, as JSON")
     evaluate.add_argument("--misses", action="store_true", help="list the questions answered wrongly")
     evaluate.set_defaults(run=run_eval)
@@ -254,6 +254,9 @@ def run_eval(args: argparse.Namespace) -> int:
         for row in report.misses():
             what = "refused" if row.refused else f"rank {row.rank() or '>' + str(args.k)}"
             print(f"  {row.split:4} {row.kind:12} {what:9} {row.question[:100]}")
+        for row in report.fact_misses():
+            what = "refused" if row.refused else f"lacks {', '.join(row.missing_facts)}"
+            print(f"  {row.split:4} {row.kind:12} {what} | {row.question[:80]}\n       answer: {row.text[:300]}")
     return 0
 
 

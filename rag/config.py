@@ -163,7 +163,24 @@ class LLMConfig(Section):
 
 class AnswerConfig(Section):
     max_question_chars: int = Field(2000, ge=1, description="Longer questions are rejected with a message.")
-    extractive_sentences: int = Field(3, ge=1, description="Sentences the extractive answerer quotes.")
+    # Evidence first (rag/evidence.py): the sentences that answer, picked before any model writes.
+    # Defaults set on the dev splits of tests/eval/ with `rag eval --answers` (docs/answers.md).
+    evidence_sentences: int = Field(3, ge=1, description="Most sentences an answer is built from.")
+    evidence_margin: float = Field(
+        0.15, ge=0, description="A further sentence joins the best one when it scores within this margin of it."
+    )
+    min_sentence_score: float = Field(
+        0.0, description="Refuse when no sentence of the retrieved abstracts scores this high for the question."
+    )
+    word_weight: float = Field(0.5, ge=0, description="Weight of the question's rare words a sentence holds.")
+    kind_bonus: float = Field(
+        0.15, ge=0, description="Gain (or loss) of a sentence holding (or not) the number, name or result asked for."
+    )
+    proposal_bonus: float = Field(
+        0.1, ge=0, description="Gain of the sentence that says what the paper proposes, or names it."
+    )
+    background_penalty: float = Field(0.1, ge=0, description="Loss of an abstract's opening, background sentence.")
+    rank_penalty: float = Field(0.05, ge=0, description="Loss per rank below the top source.")
     support_threshold: float = Field(
         0.5, description="Least similarity between an answer sentence and a source sentence to count as support."
     )

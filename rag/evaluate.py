@@ -4,8 +4,10 @@ A question set is JSON Lines: `{"question": ..., "gold": [paper_id, ...], "split
 "kind": ...}`; an empty gold list means the abstracts cannot answer it and the system should
 refuse. Over answerable questions: hit@1, recall@k (share of the gold papers in the top k), MRR
 (over the top k); over unanswerable ones: the share refused; over answerable ones: the share
-wrongly refused; with answers: citation precision (cited papers that are gold). Retrieval is
-timed per question; percentiles are reported.
+wrongly refused; with answers: fact recall (share of answerable questions whose answer contains
+every one of the question's `facts`, see rag/facts.py), citation precision (cited papers that are
+gold), the share of answer sentences their cited source supports, and who answered (the model, or
+the extractive answer). Retrieval and answers are timed per question; percentiles are reported.
 
 Any ranking system can be measured: something with `name` and `search(question, k)` returning
 an `Outcome`. `ServiceSystem` wraps a `RagService`; benchmarks/ adds the baselines.
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from rag.errors import InputError
+from rag.facts import missing_facts
 
 if TYPE_CHECKING:
     from rag.service import RagService
@@ -34,6 +37,7 @@ class Question:
     gold: tuple[str, ...]
     split: str = ""
     kind: str = ""
+    facts: tuple[str, ...] = ()  # what a correct answer must say
 
     @property
     def answerable(self) -> bool:
@@ -48,6 +52,9 @@ class Outcome:
     refused: bool | None = None  # None: the system has no refusal rule
     cited: list[str] | None = None  # None: no answer was generated
     answer_ms: float | None = None
+    text: str | None = None
+    checked: tuple[bool, ...] = ()  # per answer sentence: supported by what it cites
+    answered_by: str = ""
 
 
 class System(Protocol):
@@ -69,6 +76,11 @@ class Row:
     retrieval_ms: float
     cited: list[str] | None = None
     answer_ms: float | None = None
+    text: str | None = None
+    facts: list[str] = field(default_factory=list)
+    missing_facts: list[str] = field(default_factory=list)
+    checked: list[bool] = field(default_factory=list)
+    answered_by: str = ""
 
     def rank(self) -> int | None:
         """1-based rank of the first gold paper, or None when none is in the list."""
@@ -95,6 +107,10 @@ class Report:
         refusals = [row.refused for row in self.rows if row.refused is not None]
         answered = [row for row in answerable if row.cited and not row.refused]
         answer_times = sorted(row.answer_ms for row in self.rows if row.answer_ms is not None)
+        texts = [row for row in answerable if row.text is not None]
+        with_facts = [row for row in texts if row.facts]
+        checked = [ok for row in texts if not row.refused for ok in row.checked]
+        replies = [row for row in texts if not row.refused]
         return {
             "questions": len(self.rows),
             "answerable": len(answerable),
@@ -108,11 +124,20 @@ class Report:
             if any(row.cited is not None for row in self.rows)
             else None,
             "answers_with_citations": len(answered),
+            "fact_recall": _mean([not row.refused and not row.missing_facts for row in with_facts])
+            if with_facts
+            else None,
+            "supported_sentences": _mean(checked) if checked else None,
+            "answered_by_model": _mean([row.answered_by == "model" for row in replies]) if replies else None,
             "retrieval_ms_p50": _percentile(times, 50),
             "retrieval_ms_p95": _percentile(times, 95),
             "answer_ms_p50": _percentile(answer_times, 50),
             "answer_ms_p95": _percentile(answer_times, 95),
         }
+
+    def fact_misses(self) -> list[Row]:
+        """Answerable questions whose answer lacks one of the facts it should state."""
+        return [row for row in self.rows if row.facts and row.text is not None and (row.refused or row.missing_facts)]
 
     def misses(self) -> list[Row]:
         """Answerable questions whose first gold paper is not ranked first, and wrong refusal calls."""
@@ -155,7 +180,11 @@ def load_questions(path: str | Path, split: str = "all") -> list[Question]:
         try:
             raw = json.loads(line)
             question = Question(
-                str(raw["question"]), tuple(raw.get("gold") or ()), raw.get("split", ""), raw.get("kind", "")
+                str(raw["question"]),
+                tuple(raw.get("gold") or ()),
+                raw.get("split", ""),
+                raw.get("kind", ""),
+                tuple(raw.get("facts") or ()),
             )
         except (ValueError, KeyError, TypeError) as err:
             raise InputError(f"{path}:{number}: not a question line ({type(err).__name__}: {err})") from None
@@ -193,6 +222,11 @@ def evaluate(
                 round(elapsed, 2),
                 outcome.cited,
                 outcome.answer_ms,
+                outcome.text,
+                list(question.facts),
+                missing_facts(outcome.text, question.facts) if outcome.text is not None else [],
+                list(outcome.checked),
+                outcome.answered_by,
             )
         )
         if on_progress:
@@ -220,7 +254,9 @@ class ServiceSystem:
             return Outcome(ranked, refused)
         started = time.perf_counter()
         answer = self.service.answer(question, k=k)
-        return Outcome(ranked, answer.refused, answer.cited, round((time.perf_counter() - started) * 1000, 1))
+        elapsed = round((time.perf_counter() - started) * 1000, 1)
+        checked = tuple(check.supported for check in answer.checks)
+        return Outcome(ranked, answer.refused, answer.cited, elapsed, answer.text, checked, answer.answered_by)
 
     def missing(self, questions: Iterable[Question]) -> list[str]:
         """Gold papers the index does not hold: an index without them can't be measured."""
@@ -240,7 +276,10 @@ def metrics_table(reports: list[Report]) -> str:
         (f"MRR@{k}", "mrr", "{:.3f}"),
         ("unanswerable refused", "refused_unanswerable", "{:.3f}"),
         ("false refusals", "false_refusals", "{:.3f}"),
+        ("fact recall", "fact_recall", "{:.3f}"),
         ("citation precision", "citation_precision", "{:.3f}"),
+        ("supported sentences", "supported_sentences", "{:.3f}"),
+        ("answered by the model", "answered_by_model", "{:.3f}"),
         ("retrieval ms p50", "retrieval_ms_p50", "{:.1f}"),
         ("retrieval ms p95", "retrieval_ms_p95", "{:.1f}"),
         ("answer ms p50", "answer_ms_p50", "{:.0f}"),

@@ -1,7 +1,8 @@
 """The prompts sent to language models, and how sources and history are written into them.
 
 The answer prompt is kept short on purpose: the default model has 135M parameters, and it answers
-best from a few hundred tokens of the best passages with a plain instruction. Sources are trimmed
+best from a few sentences with a plain instruction. It is given the evidence sentences
+(rag/evidence.py), not whole passages. Sources are trimmed
 to a token budget (best passages first) so the prompt always fits the model's context window.
 """
 
@@ -21,19 +22,20 @@ ANSWER_PROMPT = ChatPromptTemplate.from_messages(
     [
         (
             "system",
-            "Answer the question from the numbered abstracts in one or two short sentences. "
-            "End each sentence with the number of the abstract it uses, like [1]. "
-            "If the abstracts do not answer the question, say that it is not in the abstracts.",
+            "Answer the question from the numbered excerpts in one or two short sentences that state the fact "
+            "asked for: the name, the number, the result, copied exactly. "
+            "End each sentence with the number of the excerpt it uses, like [1].",
         ),
-        # One worked example: on the seed questions it made the 135M model's answers shorter and
-        # better supported (79% of sentences supported against 61% without). It is the same for every
-        # question, so llama.cpp reuses it from its cache instead of reading it again.
+        # One worked example: the 135M model copies its shape (name the method, give the number, cite).
+        # It is the same for every question, so llama.cpp reuses it from its cache instead of reading
+        # it again. A model that copies the example's facts instead is caught by the citation checker:
+        # 91% is in no real source.
         (
             "human",
-            "[1] Tiny Flows\nWe train a flow model on 3 datasets and reach 91% accuracy.\n\n"
-            "Question: How accurate is the flow model?",
+            "[1] TinyFlow: Small Flows\nWe propose TinyFlow, a flow model that reaches 91% accuracy on 3 datasets.\n\n"
+            "Question: How accurate is the small flow model?",
         ),
-        ("ai", "The flow model reaches 91% accuracy [1]."),
+        ("ai", "TinyFlow reaches 91% accuracy [1]."),
         ("human", "{sources}\n\nQuestion: {question}"),
     ]
 )

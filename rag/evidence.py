@@ -1,0 +1,360 @@
+"""Evidence first, then words: the sentences that answer a question, picked before any model writes.
+
+Every sentence of the sources that earned their place (each passes the refusal rule on its own)
+is scored for this question:
+
+- its cosine similarity to the question (the embedding model, vectors cached across questions);
+- the share of the question's content words it holds, each word weighted by how rare it is among
+  the candidate sentences (a word every sentence has tells nothing);
+- what kind of answer the question asks for: a number for "how many / how much", a name for
+  "which method / framework / agent", a result for "does / how well"; a sentence of the right kind
+  gains, one without it loses;
+- where it sits: the opening sentence of an abstract is usually background ("Large language models
+  have achieved ...") and loses a little; sources ranked lower lose a little per rank.
+
+The best sentence leads; a second or third joins only when it scores close to the first. Both the
+extractive answer and the model's prompt are built from these sentences, and the key tokens of the
+best one (its numbers and names that the question asks about) are what a model answer must keep.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from rag.config import AnswerConfig, RetrievalConfig
+from rag.markers import MARKER, attach_marker, format_marker, split_sentences
+from rag.prompts import content_stems
+from rag.results import SentenceCheck, Source
+from rag.retrieval import PASSAGE_GAP, refusal_reason
+
+HOW_MUCH = re.compile(
+    r"\b(how (many|much|large|big|long|fast|often|far|small)|what (percentage|fraction|proportion|share|size|number)|"
+    r"by how|number of|how much (better|faster|smaller))\b",
+    re.IGNORECASE,
+)
+WHICH_NAME = re.compile(
+    r"\b(which|what|name)\b.{0,40}?\b(method|framework|model|agent|approach|system|algorithm|technique|benchmark|"
+    r"dataset|data set|paper|tool|architecture|network|library|suite|called|named|metric|loss|attack|defen[cs]e)s?\b",
+    re.IGNORECASE,
+)
+SEVERAL = re.compile(
+    r"\b(which|what|any|are there|list|show me)\b.{0,30}\b(papers|works|methods|approaches|studies)\b", re.I
+)
+TWO_ASKS = re.compile(r"\band\s+(what|which|how|why|where|when|on which|in which|for which|to what)\b", re.I)
+RESULT = re.compile(r"\b(does|do|did|how well|how good|what results?|outperform|better|improve|effective)\b", re.I)
+DIGITS = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
+NUMBER = re.compile(
+    r"(?<![\w.])\d[\d,]*(?:\.\d+)?|"
+    r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|fifty|hundreds?|"
+    r"thousands?|millions?|billions?|dozens?|half|double|twice|threefold|tenfold)\b",
+    re.IGNORECASE,
+)
+# A name: a word with a capital after its first letter or a digit beside letters (RxnFlow, GPT-4, R3D2, JYS).
+NAME = re.compile(r"\b[A-Za-z][a-z]*[A-Z][\w-]*\b|\b[A-Z]{2,}[\w-]*\b|\b[A-Za-z]+-?\d[\w-]*\b")
+RESULT_WORDS = re.compile(
+    r"\b(outperform\w*|improv\w*|achiev\w*|state-of-the-art|surpass\w*|better|reduc\w*|faster|gains?|"
+    r"speed-?up|accura\w*|superior|significantly|consistently)\b|%",
+    re.IGNORECASE,
+)
+BACKGROUND = re.compile(
+    r"^(recent(ly)?|despite|while|although|in recent years|existing|current|traditional|however|"
+    r"[^.]{0,80}?\b(have|has|is|are)( \w+ly)? (achieved|shown|demonstrated|become|emerged|gained|attracted|"
+    r"been|revolutioni[sz]ed|transformed|crucial|essential|critical|important|fundamental))\b",
+    re.IGNORECASE,
+)
+LEADING_LINK = re.compile(
+    r"^(however|moreover|furthermore|additionally|in addition|specifically|notably|importantly|"
+    r"in particular|consequently|therefore|thus|finally|to this end|to address (this|these)( \w+)?|"
+    r"in this (paper|work|study)|here|overall|as a result|besides|also),\s+",
+    re.IGNORECASE,
+)
+PROPOSAL = re.compile(
+    r"\b(?:we|this (?:paper|work)|our (?:method|approach|framework))\s+(?:\w+ly\s+)?"
+    r"(?:propose|present|introduce|develop|design|call|name|term|dub)s?\b",
+    re.IGNORECASE,
+)
+MARKUP = re.compile(r"[_*$\\]")
+# Acronyms of a field, not of one paper's method: never a paper's name.
+GENERIC = frozenset(
+    "AI ML NLP CV RL MARL LLM LLMs MLLM MLLMs VLM VLMs LM LMs GNN GNNs CNN CNNs DNN DNNs SOTA OOD MIA MIAs ASR "
+    "GPT IFDL ICL RLHF QA VQA".split()
+)
+TERMED = re.compile(r"\b(?:called|termed|named|dubbed|coined)\s+([A-Z][\w-]*(?:\s+[A-Z][\w-]*){0,4})")
+ACRONYM = re.compile(r"\(([A-Za-z][\w-]*[A-Z0-9][\w-]*)\)")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One sentence picked to answer the question: from which source, and how well it scored."""
+
+    number: int  # the source's `[n]`
+    sentence: str
+    score: float
+
+
+class SentenceVectors:
+    """Embeddings of source sentences, cached: the same papers come back for related questions."""
+
+    CACHED = 20_000  # about 30 MB of vectors
+
+    def __init__(self, embeddings: Embeddings):
+        self.embeddings = embeddings
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def of(self, sentences: list[str]) -> np.ndarray:
+        with self._lock:  # held while embedding: simpler than reconciling two callers' work
+            missing = [s for s in dict.fromkeys(sentences) if s not in self._vectors]
+            if missing:
+                self._vectors.update(zip(missing, np.asarray(self.embeddings.embed_documents(missing))))
+            found = np.stack([self._vectors[s] for s in sentences])
+            for sentence in sentences:
+                self._vectors.move_to_end(sentence)
+            while len(self._vectors) > self.CACHED:
+                self._vectors.popitem(last=False)
+        return found
+
+
+def source_sentences(source: Source) -> list[str]:
+    """A source's sentences, passage by passage, in abstract order."""
+    return [sentence for part in source.text.split(PASSAGE_GAP) for sentence in split_sentences(part)]
+
+
+class EvidencePicker:
+    """Scores the sentences of the sources that passed refusal, and keeps the best one to three."""
+
+    def __init__(self, vectors: SentenceVectors, answer: AnswerConfig, retrieval: RetrievalConfig):
+        self.vectors = vectors
+        self.answer = answer
+        self.retrieval = retrieval
+
+    def pick(self, question: str, sources: list[Source]) -> list[Evidence]:
+        """The best sentence, then those close to it; for a question about several papers ("which
+        papers …"), the best sentence of each paper close enough instead."""
+        scored = self.scored(question, sources)
+        if not scored or scored[0].score < self.answer.min_sentence_score:
+            return []
+        best, margin = scored[0], self.answer.evidence_margin
+        if SEVERAL.search(question):  # each paper that passed refusal on its own gets its best sentence
+            firsts = {}
+            for item in scored:
+                firsts.setdefault(item.number, item)
+            close = [e for e in firsts.values() if e is not best and self.passes(sources[e.number - 1])]
+        else:
+            margin *= 2 if TWO_ASKS.search(question) else 1
+            close = [e for e in scored[1:] if e.score >= best.score - margin]
+        return [best, *close][: self.answer.evidence_sentences]
+
+    def passes(self, source: Source) -> bool:
+        """A source that would not be refused on its own has earned its place in an answer."""
+        return refusal_reason([source], self.retrieval) is None
+
+    def scored(self, question: str, sources: list[Source]) -> list[Evidence]:
+        """Every candidate sentence with its score, best first."""
+        candidates = [
+            (number, position, sentence)
+            for number, source in enumerate(sources, start=1)
+            if number == 1 or self.passes(source)
+            for position, sentence in enumerate(source_sentences(source))
+        ]
+        if not candidates:
+            return []
+        question_vector = np.asarray(self.vectors.embeddings.embed_query(question))
+        similarity = self.vectors.of([sentence for _, _, sentence in candidates]) @ question_vector
+        names = {number: paper_name(sources[number - 1]) for number, _, _ in candidates}
+        # A paper's name in the question picks the paper (retrieval did that); it doesn't pick a sentence.
+        named = " ".join(name for name in names.values() if mentions(question, name))
+        words = rarity_weights(question, [sentence for _, _, sentence in candidates], ignore=content_stems(named))
+        wants_number, wants_name = bool(HOW_MUCH.search(question)), bool(WHICH_NAME.search(question))
+        wants_result = not (wants_number or wants_name) and bool(RESULT.match(question.strip()))
+        config = self.answer
+        proposals = {number: proposal_position(sources[number - 1]) for number, _, _ in candidates}
+        evidence = []
+        for (number, position, sentence), cosine in zip(candidates, similarity):
+            score = float(cosine) + config.word_weight * covered(sentence, words)
+            if wants_number:
+                score += config.kind_bonus if NUMBER.search(sentence) else -config.kind_bonus
+            introduces = position == proposals[number] or mentions(sentence, names[number])
+            if wants_name and not mentions(question, names[number]):
+                score += config.kind_bonus if introduces else -config.kind_bonus
+            elif introduces and not wants_number and not named:
+                score += config.proposal_bonus
+            if wants_result and RESULT_WORDS.search(sentence):
+                score += config.kind_bonus
+            if position == 0 or position < proposals[number] or BACKGROUND.match(sentence):
+                score -= config.background_penalty
+            score -= config.rank_penalty * (number - 1)
+            evidence.append(Evidence(number, sentence, round(score, 4)))
+        return sorted(evidence, key=lambda e: -e.score)
+
+
+def mentions(text: str, name: str) -> bool:
+    """True when the text names the paper: its name, or either part of 'Long Form (ACR)'."""
+    parts = [part.strip(" “”()").lower() for part in re.split(r" \(", name)]
+    return any(part and part in text.lower() for part in parts)
+
+
+def proposal_position(source: Source) -> int:
+    """Where the abstract says what it proposes ('We introduce …'); what comes before is background.
+    0 when it never says so, or when the passages given don't start at the abstract's beginning."""
+    spans = source.metadata.get("passages") or [{}]
+    if spans[0].get("start", 0) != 0:
+        return 0
+    sentences = source_sentences(source)
+    return next((i for i, sentence in enumerate(sentences) if PROPOSAL.search(sentence)), 0)
+
+
+def rarity_weights(question: str, sentences: list[str], ignore: set[str] = frozenset()) -> dict[str, float]:
+    """The question's content words (6-letter stems) that some candidate sentence holds, weighted
+    by inverse sentence frequency: rare among the candidates means telling."""
+    stems = content_stems(question) - ignore
+    held = [content_stems(sentence) for sentence in sentences]
+    weights = {}
+    for stem in stems:
+        count = sum(stem in sentence for sentence in held)
+        if count:
+            weights[stem] = math.log(1 + len(held) / count)
+    return weights
+
+
+def covered(sentence: str, weights: dict[str, float]) -> float:
+    """The weighted share of the question's telling words that the sentence holds (0..1)."""
+    total = sum(weights.values())
+    if not total:
+        return 0.0
+    stems = content_stems(sentence)
+    return sum(weight for stem, weight in weights.items() if stem in stems) / total
+
+
+def paper_name(source: Source) -> str:
+    """What a reader calls the paper: the name its title gives before a colon (RxnFlow), else the name
+    its abstract proposes ("Recurrent Replay Relevance Distributed DQN (R3D2)"), else a real title in
+    quotes; "" for an abstract with neither (the seed abstracts have stand-in titles, not real ones)."""
+    title = source.title.strip()
+    head, colon, _ = title.partition(":")
+    if colon and len(head.split()) <= 4:
+        return head.strip()
+    # A stand-in title starts at the abstract's proposal, which the passages given may not include.
+    proposal = next(filter(None, map(PROPOSAL.search, [title, *source_sentences(source)])), None)
+    if proposal:
+        name = proposed_name(proposal.string[proposal.end() :])
+        if name:
+            return name
+    return "" if is_stand_in(title, source) else f"“{title}”"
+
+
+def proposed_name(after: str) -> str:
+    """The name in the words after 'we propose': 'Long Form (ACR)', or the first name-like word."""
+    acronym = ACRONYM.search(after[:100])
+    if acronym and acronym.group(1) not in GENERIC:
+        before = re.split(r",|\b(?:called|termed|named|dubbed|coined)\b", after[: acronym.start()])[-1]
+        words = MARKUP.sub("", before).split()
+        while words and words[0].lower() in ("a", "an", "the", "novel", "new"):
+            words.pop(0)
+        letters = re.sub(r"[^A-Za-z]", "", acronym.group(1))
+        spelled = words[-len(letters) :] if letters else []
+        if spelled and "".join(word[0] for word in spelled).lower() == letters.lower():
+            words = spelled  # "… via cross-domain latent distribution matching (LDM)"
+        return f"{' '.join(words)} ({acronym.group(1)})" if 0 < len(words) <= 6 else acronym.group(1)
+    after = MARKUP.sub("", after)
+    termed = TERMED.search(after)
+    if termed:
+        return termed.group(1)
+    first = re.match(r"\s*([A-Z][\w-]+)\s*[,:(]", after)  # "We present Finedefics, an MLLM …"
+    if first and first.group(1) not in GENERIC:
+        return first.group(1)
+    return next((m.group(0) for m in NAME.finditer(after[:60]) if m.group(0) not in GENERIC), "")
+
+
+def is_stand_in(title: str, source: Source) -> bool:
+    """True for a title made from the abstract's own words (papers without a title get one)."""
+    words = title.rstrip(" …").split()
+    return title.endswith("…") or bool(words) and " ".join(words) in " ".join(source.text.split())
+
+
+def tidy(sentence: str) -> str:
+    """A quoted sentence fit to stand first: no leading 'However,' and the like."""
+    sentence = LEADING_LINK.sub("", sentence.strip())
+    return sentence[:1].upper() + sentence[1:] if sentence else sentence
+
+
+def extractive_answer(question: str, evidence: list[Evidence], sources: list[Source]) -> str:
+    """The evidence sentences, best first, tidied and cited; each paper named once when the
+    question and the sentence don't name it already."""
+    named: set[int] = set()
+    parts = []
+    for item in evidence:
+        sentence = tidy(item.sentence)
+        name = paper_name(sources[item.number - 1])
+        if item.number not in named and name and not mentions(f"{question} {sentence}", name):
+            sentence = f"{name}: {sentence}"
+        named.add(item.number)
+        parts.append(attach_marker(sentence, [item.number]))
+    return " ".join(parts)
+
+
+def key_tokens(question: str, evidence: list[Evidence], sources: list[Source]) -> list[str]:
+    """What an answer must say to answer: the best sentence's numbers for a 'how many' question,
+    its names for a 'which method' question, and the paper's name when the question doesn't give it."""
+    if not evidence:
+        return []
+    best = evidence[0]
+    tokens = []
+    if HOW_MUCH.search(question):
+        tokens += [m.group(0).rstrip(",") for m in DIGITS.finditer(best.sentence)]
+    if WHICH_NAME.search(question):
+        name = paper_name(sources[best.number - 1])
+        short = ACRONYM.search(name)
+        if mentions(question, name):
+            pass  # the question names the paper: its name is no answer
+        elif short or NAME.fullmatch(name):
+            tokens.append(short.group(1) if short else name)
+        else:
+            tokens += [m.group(0) for m in NAME.finditer(best.sentence) if m.group(0) not in GENERIC][:2]
+    asked = question.lower()
+    return [token for token in dict.fromkeys(tokens) if token.lower() not in asked]
+
+
+def evidence_sources(evidence: list[Evidence], sources: list[Source]) -> list[Source]:
+    """What the model is given: each source that holds evidence, with only its evidence sentences,
+    in the order the evidence ranks them. `renumbered` maps the model's `[n]` back."""
+    order = list(dict.fromkeys(item.number for item in evidence))
+    return [
+        replace(sources[number - 1], text=" ".join(e.sentence for e in evidence if e.number == number))
+        for number in order
+    ]
+
+
+def renumbered(text: str, evidence: list[Evidence]) -> str:
+    """Model text whose `[n]` refer to `evidence_sources`, with markers that refer to the full source list.
+    A marker outside the prompt's range is left to the citation checker, which drops it."""
+    order = list(dict.fromkeys(item.number for item in evidence))
+
+    def original(match: re.Match) -> str:
+        numbers = [int(n) for n in re.split(r"[,;]", match.group(1))]
+        space = match.group(0)[: len(match.group(0)) - len(match.group(0).lstrip())]
+        return space + format_marker([order[n - 1] if 1 <= n <= len(order) else 0 for n in numbers])
+
+    return MARKER.sub(original, text)
+
+
+def set_aside(checks: list[SentenceCheck], key: list[str]) -> str | None:
+    """Why a model's checked answer can't stand (the extractive one does instead), or None when it can.
+
+    It can't when none of its sentences is supported by what it cites, or when its supported
+    sentences leave out a key token of the evidence (the number or name the question asks for).
+    """
+    supported = " ".join(check.text for check in checks if check.supported)
+    if not supported:
+        return "no sentence of the model's answer is supported by the abstract it cites"
+    missing = [token for token in key if token.lower() not in supported.lower()]
+    if missing:
+        return f"the model's answer left out {', '.join(missing)}"
+    return None

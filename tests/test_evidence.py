@@ -1,0 +1,107 @@
+"""Evidence first, then words: the sentences an answer is built from, and what a model answer must keep."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.citations import ungrounded
+from rag.evidence import (
+    Evidence,
+    evidence_sources,
+    extractive_answer,
+    key_tokens,
+    paper_name,
+    renumbered,
+    set_aside,
+    tidy,
+)
+from rag.results import SentenceCheck, Source
+
+RXNFLOW = Source(
+    "p1",
+    "RxnFlow: Generative Flows on Synthetic Pathway for Drug Design",
+    "Generative models for drug discovery often ignore synthesis. We use 1.2 million building blocks and "
+    "71 reaction templates. RxnFlow improves docking scores.",
+    0.7,
+)
+SEEDLIKE = Source(
+    "p2",
+    "We propose R3D2, a generalist agent for Hanabi …",
+    "Hanabi is a cooperative card game. We propose R3D2, a generalist agent that plays with any number of players.",
+    0.6,
+)
+
+
+def test_the_paper_name_comes_from_the_title_or_from_what_the_abstract_proposes():
+    assert paper_name(RXNFLOW) == "RxnFlow"
+    assert paper_name(SEEDLIKE) == "R3D2"
+    plain = Source("p3", "Learning to Rank Abstracts", "We study ranking.", 0.5)
+    assert paper_name(plain) == "“Learning to Rank Abstracts”"
+
+
+def test_a_quoted_sentence_loses_its_leading_link_word():
+    assert tidy("However, the method fails.") == "The method fails."
+    assert tidy("To address this, we propose X.") == "We propose X."
+    assert tidy("We propose X.") == "We propose X."
+
+
+def test_the_extractive_answer_names_the_paper_once_and_cites_each_sentence():
+    evidence = [Evidence(1, "We use 1.2 million building blocks and 71 reaction templates.", 1.0)]
+    text = extractive_answer("How many templates does the GFlowNet use?", evidence, [RXNFLOW])
+    assert text == "RxnFlow: We use 1.2 million building blocks and 71 reaction templates [1]."
+    named = extractive_answer("How many templates does RxnFlow use?", evidence, [RXNFLOW])
+    assert named.startswith("We use 1.2 million")
+
+
+def test_key_tokens_are_the_numbers_or_names_the_question_asks_for():
+    evidence = [Evidence(1, "We use 1.2 million building blocks and 71 reaction templates.", 1.0)]
+    assert key_tokens("How many reaction templates does RxnFlow use?", evidence, [RXNFLOW]) == ["1.2", "71"]
+    hanabi = [Evidence(1, "We propose R3D2, a generalist agent that plays with any number of players.", 1.0)]
+    assert key_tokens("Which agent plays Hanabi with any number of players?", hanabi, [SEEDLIKE]) == ["R3D2"]
+    assert key_tokens("Which agent is R3D2?", hanabi, [SEEDLIKE]) == []
+
+
+def test_a_number_or_name_the_cited_source_lacks_is_ungrounded():
+    assert ungrounded("RxnFlow uses 71 reaction templates.", [RXNFLOW]) == []
+    assert ungrounded("RxnFlow uses 10,248 reaction templates.", [RXNFLOW]) == ["10,248"]
+    assert ungrounded("The flow model reaches 91% accuracy.", [RXNFLOW]) == ["91"]
+    assert ungrounded("FakeShield uses 71 templates.", [RXNFLOW]) == ["FakeShield"]
+
+
+def test_the_model_sees_only_the_evidence_and_its_markers_map_back():
+    evidence = [Evidence(2, "We propose R3D2.", 1.0), Evidence(1, "We use 71 templates.", 0.9)]
+    prompt = evidence_sources(evidence, [RXNFLOW, SEEDLIKE])
+    assert [source.paper_id for source in prompt] == ["p2", "p1"]
+    assert prompt[0].text == "We propose R3D2."
+    assert renumbered("R3D2 plays Hanabi [1]. It uses 71 templates [2][3].", evidence) == (
+        "R3D2 plays Hanabi [2]. It uses 71 templates [1][0]."
+    )
+
+
+@pytest.mark.parametrize(
+    ("checks", "key", "reason"),
+    [
+        ([SentenceCheck("RxnFlow uses 71 templates", (1,), True, 0.8)], ["71"], None),
+        ([SentenceCheck("RxnFlow uses templates", (1,), True, 0.8)], ["71"], "left out 71"),
+        ([SentenceCheck("RxnFlow uses 71 templates", (1,), False, 0.3)], ["71"], "no sentence"),
+    ],
+)
+def test_a_model_answer_is_set_aside_when_unsupported_or_missing_the_key_fact(checks, key, reason):
+    found = set_aside(checks, key)
+    assert (found is None) if reason is None else (reason in found)
+
+
+@pytest.mark.parametrize(
+    ("question", "fact"),
+    [
+        ("How many building blocks and reaction templates does the synthesizability-aware GFlowNet handle?", "71"),
+        ("Which framework detects and localizes image tampering while explaining its judgment?", "FakeShield"),
+        ("Which agent can play Hanabi with 2 to 5 players and cooperate with unfamiliar partners?", "R3D2"),
+    ],
+)
+def test_the_issue_questions_get_their_fact_from_the_extractive_answer(seeded, question, fact):
+    answer = seeded.answer(question)
+    assert not answer.refused and answer.answered_by == "extractive"
+    assert fact in answer.text
+    assert answer.text.count("[") <= 3
+    assert all(check.supported for check in answer.checks)
