@@ -36,7 +36,7 @@ from rag.retrieval import PASSAGE_GAP, refusal_reason
 
 HOW_MUCH = re.compile(
     r"\b(how (many|much|large|big|long|fast|often|far|small)|what (percentage|fraction|proportion|share|size|number)|"
-    r"by how|number of|how much (better|faster|smaller))\b",
+    r"by how|how much (better|faster|smaller))\b",
     re.IGNORECASE,
 )
 WHICH_NAME = re.compile(
@@ -301,25 +301,21 @@ def extractive_answer(question: str, evidence: list[Evidence], sources: list[Sou
 
 
 def key_tokens(question: str, evidence: list[Evidence], sources: list[Source]) -> list[str]:
-    """What an answer must say to answer: the best sentence's numbers for a 'how many' question,
-    its names for a 'which method' question, and the paper's name when the question doesn't give it."""
+    """What an answer must say to answer, none of it already in the question: the best sentence's
+    numbers for a 'how many' question; otherwise the paper's name (its short form) and up to two
+    other names the best sentence gives (a dataset, a measure: 'MMTD-Set', 'CMI')."""
     if not evidence:
         return []
     best = evidence[0]
-    tokens = []
     if HOW_MUCH.search(question):
-        tokens += [m.group(0).rstrip(",") for m in DIGITS.finditer(best.sentence)]
-    if WHICH_NAME.search(question):
+        tokens = [m.group(0).rstrip(",") for m in DIGITS.finditer(best.sentence)]
+    else:
         name = paper_name(sources[best.number - 1])
         short = ACRONYM.search(name)
-        if mentions(question, name):
-            pass  # the question names the paper: its name is no answer
-        elif short or NAME.fullmatch(name):
-            tokens.append(short.group(1) if short else name)
-        else:
-            tokens += [m.group(0) for m in NAME.finditer(best.sentence) if m.group(0) not in GENERIC][:2]
+        tokens = [short.group(1) if short else name] if (short or NAME.fullmatch(name)) else []
+        tokens += [m.group(0) for m in NAME.finditer(best.sentence) if m.group(0) not in GENERIC][:2]
     asked = question.lower()
-    return [token for token in dict.fromkeys(tokens) if token.lower() not in asked]
+    return [token for token in dict.fromkeys(tokens) if token.lower() not in asked and not mentions(question, token)]
 
 
 def evidence_sources(evidence: list[Evidence], sources: list[Source]) -> list[Source]:

@@ -75,6 +75,46 @@ def test_metrics_count_ranks_recall_refusals_and_citations():
     assert metrics["retrieval_ms_p50"] is not None and metrics["unanswerable"] == 2
 
 
+def test_fact_recall_counts_answers_holding_every_fact_and_refusals_as_misses():
+    questions = [
+        Question("rxn", ("A",), facts=("1.2 million", "71")),
+        Question("half", ("B",), facts=("1.2 million", "71")),
+        Question("refused", ("C",), facts=("FakeShield",)),
+        Question("none", ()),
+    ]
+    system = Scripted(
+        {
+            "rxn": Outcome(
+                ["A"], False, ["A"], 5.0, "It uses 1.2 million blocks and 71 templates [1].", (True,), "model"
+            ),
+            "half": Outcome(
+                ["B"], False, ["B"], 5.0, "It uses 71 templates [1]. It is new.", (True, False), "extractive"
+            ),
+            "refused": Outcome(["C"], True, [], 5.0, "The abstracts don't say.", (), ""),
+            "none": Outcome(["x"], True, None, 5.0, "The abstracts don't say.", (), ""),
+        }
+    )
+    report = evaluate(system, questions, k=5)
+    metrics = report.metrics()
+    assert metrics["fact_recall"] == pytest.approx(1 / 3, abs=1e-4)
+    assert metrics["supported_sentences"] == pytest.approx(2 / 3, abs=1e-4)
+    assert metrics["answered_by_model"] == 0.5
+    assert [row.question for row in report.fact_misses()] == ["half", "refused"]
+    assert report.fact_misses()[0].missing_facts == ["1.2 million"]
+
+
+def test_the_seed_answers_stay_above_the_committed_floor(seeded):
+    """CI's guard on what people read: extractive answers to the seed questions state their facts,
+    cite the right papers, and every sentence is supported by what it cites."""
+    floor = json.loads(FLOOR.read_text())["seed_answers"]
+    report = evaluate(ServiceSystem(seeded, answers=True), load_questions(SEED_QUESTIONS), k=5)
+    metrics = report.metrics()
+    misses = [(row.question[:60], row.missing_facts, (row.text or "")[:120]) for row in report.fact_misses()]
+    assert metrics["fact_recall"] >= floor["fact_recall"], misses
+    assert metrics["citation_precision"] >= floor["citation_precision"]
+    assert metrics["supported_sentences"] >= floor["supported_sentences"]
+
+
 def test_the_seed_evaluation_stays_above_the_committed_floor(seeded):
     """CI's guard: retrieval quality and refusals on the seed questions may not fall below the floor."""
     floor = json.loads(FLOOR.read_text())["seed"]
