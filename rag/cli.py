@@ -192,30 +192,65 @@ def run_fetch(args: argparse.Namespace) -> int:
 
 
 def run_ask(args: argparse.Namespace) -> int:
-    from rag.results import Answer
+    """The checked answer, once, with who wrote it and its sources best first.
+
+    On a terminal the model's words show (dimmed) while it writes, and are erased when the checked
+    answer is ready; piped or with --json, only the final answer is printed.
+    """
+    from rag.markup import plain_text
+    from rag.results import Answer, by_relevance
 
     service = service_from(args)
-    final, streamed = None, []
-    for piece in service.stream_answer(args.question, k=args.k, filters=filters_from(args)):
-        if isinstance(piece, Answer):
-            final = piece
-        elif not args.json:
-            streamed.append(piece)
-            print(piece, end="", flush=True)
+    draft = TerminalDraft(sys.stdout) if sys.stdout.isatty() and not args.json else None
+    final = None
+    try:
+        for piece in service.stream_answer(args.question, k=args.k, filters=filters_from(args)):
+            if isinstance(piece, Answer):
+                final = piece
+            elif draft:
+                draft.write(piece)
+    finally:
+        if draft:
+            draft.erase()
     if args.json:
         print(json.dumps(final.to_dict(), indent=2, ensure_ascii=False))
         return 0
-    if streamed:
-        print()
-    if final.fallback:
-        print(f"\n[the model failed: {final.fallback}; extractive answer instead]")
-    if not streamed or final.fallback or final.text != "".join(streamed):
-        print(("\nChecked answer:\n" if streamed else "") + final.text)
-    print("\nSources:")
-    for number, source in enumerate(final.sources, start=1):
+    print(plain_text(final.text))
+    if final.refused:
+        if final.refusal_reason:
+            print(f"(not answered: {final.refusal_reason})")
+        return 0  # the text names the closest papers
+    if note := final.provenance(service.model_label() if final.answered_by == "model" else ""):
+        print(f"({note})")
+    print("\nSources, best match first (* cited):")
+    for number, source in by_relevance(final.sources):
         mark = "*" if source.paper_id in final.cited else " "
-        print(f"{mark}[{number}] {source.title} ({source.paper_id}) score {source.score:.3f}")
+        print(f"{mark}[{number}] {plain_text(source.title)} ({source.paper_id}), relevance {source.relevance:.0%}")
     return 0
+
+
+class TerminalDraft:
+    """The model's words, dimmed, as it writes them; erased to make room for the checked answer."""
+
+    def __init__(self, out):
+        self.out = out
+        self.text = ""
+
+    def write(self, piece: str) -> None:
+        self.out.write(("" if self.text else "\x1b[2m") + piece)
+        self.out.flush()
+        self.text += piece
+
+    def erase(self) -> None:
+        """Back to where the draft began, clearing everything below (ANSI: cursor up, erase down)."""
+        if not self.text:
+            return
+        import shutil
+
+        width = shutil.get_terminal_size().columns
+        rows = sum(max(1, -(-len(line) // width)) for line in self.text.split("\n"))
+        self.out.write("\x1b[0m\r" + (f"\x1b[{rows - 1}A" if rows > 1 else "") + "\x1b[J")
+        self.out.flush()
 
 
 def run_stats(args: argparse.Namespace) -> int:

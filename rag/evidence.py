@@ -30,6 +30,7 @@ from langchain_core.embeddings import Embeddings
 
 from rag.config import AnswerConfig, RetrievalConfig
 from rag.markers import MARKER, attach_marker, format_marker, split_sentences
+from rag.markup import plain_text
 from rag.prompts import content_stems
 from rag.results import SentenceCheck, Source
 from rag.retrieval import PASSAGE_GAP, refusal_reason
@@ -280,8 +281,9 @@ def is_stand_in(title: str, source: Source) -> bool:
 
 
 def tidy(sentence: str) -> str:
-    """A quoted sentence fit to stand first: no leading 'However,' and the like."""
-    sentence = LEADING_LINK.sub("", sentence.strip())
+    """A quoted sentence fit to stand first: its LaTeX and Markdown read as text ('26\\%' as 26%),
+    no leading 'However,' and the like."""
+    sentence = LEADING_LINK.sub("", plain_text(sentence).strip())
     return sentence[:1].upper() + sentence[1:] if sentence else sentence
 
 

@@ -19,6 +19,18 @@ class Source:
     score: float
     metadata: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def relevance(self) -> float:
+        """How well the paper ranked for the question, 0..1: what people are shown, as a percentage.
+
+        Papers are ranked by reciprocal rank fusion of the embedding and the BM25 rankings, and this
+        is that fused score over the best possible (1.0: first in both). `score`, the cosine of the
+        best passage, is no display: a paper BM25 ranked high can sit at a cosine below the next
+        paper's, or below zero. This one follows the ranking (except where MMR reorders it, which
+        is why lists are sorted by it), and it still says when even the top paper is a weak match.
+        """
+        return float(self.metadata.get("match", {}).get("relevance", 0.0))
+
     def to_payload(self) -> dict[str, Any]:
         """The paper as every API shows it (the app's /ask, /v1, MCP): flat JSON, lists for links and authors."""
         meta = self.metadata
@@ -26,6 +38,7 @@ class Source:
             "paper_id": self.paper_id,
             "title": self.title,
             "score": self.score,
+            "relevance": self.relevance,
             "status": meta.get("status", ""),
             "primary_area": meta.get("primary_area", ""),
             "authors": [name for name in str(meta.get("authors", "")).split("; ") if name],
@@ -67,6 +80,23 @@ class Answer:
         """Paper ids the text cites, in order of first citation."""
         return [self.sources[n - 1].paper_id for n in cited_numbers(self.text, len(self.sources))]
 
+    def provenance(self, model: str = "") -> str | None:
+        """Who wrote the text, in words for the page and the CLI; None for a refusal or when unknown.
+
+        `model` names the model (e.g. 'llamacpp:SmolLM2-135M-Instruct') when it wrote the answer.
+        """
+        if self.refused:
+            return None
+        if self.fallback:
+            return f"the model failed: {self.fallback}; extractive answer instead"
+        if self.replaced:
+            return f"extractive answer: the model's answer was set aside ({self.replaced})"
+        if self.answered_by == "model":
+            return f"answered by the model{f' ({model})' if model else ''}, checked against the abstracts"
+        if self.answered_by == "extractive":
+            return "extractive answer: sentences quoted from the abstracts"
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "cited": self.cited}
 
@@ -85,6 +115,11 @@ class Answer:
             "standalone_question": self.standalone_question,
             "config": self.config,
         }
+
+
+def by_relevance(sources: list[Source]) -> list[tuple[int, Source]]:
+    """(number, source) pairs, best first: how every list shows sources. `[n]` keeps meaning `sources[n - 1]`."""
+    return sorted(enumerate(sources, start=1), key=lambda pair: -pair[1].relevance)
 
 
 def safe_url(url: str) -> str | None:

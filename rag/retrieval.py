@@ -145,7 +145,8 @@ class Retriever:
         self._score_chunks(pool, vector, lexical)
         chosen = mmr(pool, k, config.mmr_lambda) if config.mmr else pool
         coverage = lexical.coverage(question, [c.paper_id for c in chosen])
-        return [self._source(c, coverage.get(c.paper_id, 0.0)) for c in chosen]
+        first_everywhere = sum(weights[name] / (config.rrf_k + 1) for name in rankings)
+        return [self._source(c, coverage.get(c.paper_id, 0.0), first_everywhere) for c in chosen]
 
     def _score_chunks(self, pool: list[Candidate], vector: np.ndarray, lexical: Bm25Index) -> None:
         """Give papers found by BM25 alone their chunks, scored against the question like dense hits."""
@@ -159,7 +160,7 @@ class Retriever:
         for candidate in pool:
             candidate.chunks.sort(key=lambda hit: -hit[1])
 
-    def _source(self, candidate: Candidate, coverage: float) -> Source:
+    def _source(self, candidate: Candidate, coverage: float, first_everywhere: float) -> Source:
         kept = candidate.chunks[: self.config.passages_per_paper]
         if not kept:  # a paper whose chunks vanished since BM25 was built: show what the ranking knows
             return Source(candidate.paper_id, candidate.paper_id, "", 0.0, {"match": {"coverage": coverage}})
@@ -170,6 +171,9 @@ class Retriever:
             **{f"{name}_rank": rank for name, rank in candidate.ranks.items()},
             "bm25": round(candidate.bm25, 3),
             "fused": round(candidate.fused, 5),
+            # The fused score as a share of the best possible (first in every ranking): 0..1, and
+            # in the order papers are ranked, unlike the cosine in `score` (see Source.relevance).
+            "relevance": round(candidate.fused / first_everywhere, 3) if first_everywhere else 0.0,
             "coverage": round(coverage, 3),
         }
         return Source(

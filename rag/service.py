@@ -295,9 +295,7 @@ class RagService:
         if not reason and not evidence:
             reason = "no sentence of the closest abstracts answers it"
         if reason:
-            yield Answer(
-                text=refusal_text(sources, reason), sources=sources, refused=True, refusal_reason=reason, **stamp
-            )
+            yield Answer(text=refusal_text(sources), sources=sources, refused=True, refusal_reason=reason, **stamp)
             return
         extractive = extractive_answer(standalone, evidence, sources)
         if isinstance(self.provider, ExtractiveProvider):
@@ -351,8 +349,13 @@ class RagService:
         return rewritten or f"{history[-1][0]} {question}"
 
 
-def refusal_text(sources: list[Source], reason: str) -> str:
+def refusal_text(sources: list[Source]) -> str:
+    """A refusal in a researcher's words, naming the closest papers once; the figures that decided it
+    go to `Answer.refusal_reason`."""
+    from rag.markup import plain_text
+
     if not sources:
-        return f"The indexed abstracts don't cover this question: {reason}."
-    closest = "; ".join(f"“{source.title}” ({source.paper_id})" for source in sources[:3])
-    return f"The indexed abstracts don't cover this question ({reason}). Closest papers: {closest}."
+        return "No indexed abstract matches this question, so it is not answered."
+    titles = [f"“{plain_text(source.title)}”" for source in sources[:3]]
+    closest = titles[0] if len(titles) == 1 else f"{', '.join(titles[:-1])} and {titles[-1]}"
+    return f"The indexed abstracts don't answer this question. The closest papers are {closest}."

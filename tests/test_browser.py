@@ -189,6 +189,22 @@ def test_errors_are_messages_and_the_chat_keeps_working(page, app_url):
     assert "Ask a question" in page.locator("#rag-sources").inner_text()
 
 
+def test_a_fact_question_shows_its_number_and_a_refusal_its_figures_on_request(page, app_url):
+    open_app(page, app_url)
+    ask(page, "How many reaction templates does RxnFlow use?")
+    assert "71" in page.locator(FINAL).last.inner_text()
+    ask(page, "What is the capital of Australia?")
+    refusal = page.locator("#rag-chat .rag-refused").last
+    assert "don't answer this question" in refusal.inner_text()
+    why = page.locator("#rag-chat details.rag-why").last
+    assert "threshold" not in why.inner_text()  # folded away until asked for
+    why.locator("summary").click()
+    assert "threshold" in why.inner_text()
+    closest = page.locator("#rag-sources .rag-card-title").first.inner_text()
+    assert closest.split("] ", 1)[1][:40] not in page.locator("#rag-chat").inner_text()
+    assert page.dialogs == []
+
+
 def test_an_example_question_is_asked_with_one_click(page, app_url):
     open_app(page, app_url)
     page.get_by_text("Which agent learns to play Hanabi with unfamiliar partners?").click()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -20,25 +21,95 @@ def rag(*args, index, config="extractive", timeout=300, **env):
     )
 
 
+SOURCES = "\n\nSources, best match first (* cited):\n"
+RXNFLOW = "How many reaction templates does RxnFlow use?"
+
+
+@pytest.fixture(scope="module")
+def seeded_index(tmp_path_factory):
+    """An index folder holding the seeds, shared by the tests that only ask."""
+    index = tmp_path_factory.mktemp("cli") / "index"
+    assert rag("ingest", "--quiet", index=index).returncode == 0
+    return index
+
+
 def test_ask_on_a_fresh_index_ingests_the_seeds_and_cites_rxnflow(tmp_path):
-    result = rag("ask", "How many reaction templates does RxnFlow use?", index=tmp_path / "i")
+    result = rag("ask", RXNFLOW, index=tmp_path / "i")
     assert result.returncode == 0, result.stderr
     assert "[1]" in result.stdout
-    first_source = result.stdout.split("Sources:")[1].strip().splitlines()[0]
-    assert first_source.startswith("*[1] We propose RxnFlow")
+    first_source = result.stdout.split(SOURCES)[1].splitlines()[0]
+    assert first_source.startswith("*[1] We propose RxnFlow") and first_source.endswith("relevance 100%")
     again = rag("ingest", index=tmp_path / "i")
     assert again.returncode == 0
     assert again.stdout.startswith("0 added, 0 updated, 19 unchanged")
 
 
 def test_ask_json_has_the_answer_fields(tmp_path):
-    import json
-
     result = rag("ask", "Which paper plays Hanabi with unfamiliar partners?", "--json", "-k", "3", index=tmp_path / "i")
     data = json.loads(result.stdout)
     assert len(data["sources"]) == 3
     assert data["cited"] and data["cited"][0] == data["sources"][0]["paper_id"]
     assert data["refused"] is False and data["fallback"] is None
+
+
+def answer_and_sources(stdout: str) -> tuple[str, list[str]]:
+    head, _, sources = stdout.partition(SOURCES)
+    return head, sources.splitlines()
+
+
+@pytest.mark.parametrize("config", ["extractive", "default"])
+def test_piped_ask_prints_the_checked_answer_once_and_no_draft(seeded_index, config):
+    from rag.markup import plain_text
+
+    checked = json.loads(rag("ask", RXNFLOW, "--json", index=seeded_index, config=config).stdout)
+    result = rag("ask", RXNFLOW, index=seeded_index, config=config)
+    assert result.returncode == 0, result.stderr
+    head, sources = answer_and_sources(result.stdout)
+    answer = plain_text(checked["text"])
+    assert head.startswith(answer) and result.stdout.count(answer) == 1
+    # After the answer, at most the line saying who wrote it: no model draft, no second copy.
+    after = head[len(answer) :].splitlines()
+    assert not after or (after[0] == "" and all(line.startswith("(") and line.endswith(")") for line in after[1:]))
+    assert "\x1b[" not in result.stdout and len(sources) == len(checked["sources"])
+
+
+def test_sources_are_listed_best_first_by_the_relevance_shown(seeded_index):
+    result = rag("ask", "Which agent plays Hanabi with unfamiliar partners?", "-k", "8", index=seeded_index)
+    _, sources = answer_and_sources(result.stdout)
+    shown = [int(line.rsplit("relevance ", 1)[1].rstrip("%")) for line in sources]
+    assert len(shown) == 8 and shown == sorted(shown, reverse=True) and 0 <= shown[-1] <= shown[0] <= 100
+
+
+def test_a_refusal_says_so_in_words_and_keeps_its_figures_apart(seeded_index):
+    result = rag("ask", "What is the capital of Australia?", index=seeded_index)
+    text, why = result.stdout.strip().splitlines()
+    assert text.startswith("The indexed abstracts don't answer this question. The closest papers are “")
+    assert "threshold" not in text and why.startswith("(not answered: ") and "threshold" in why
+    data = json.loads(rag("ask", "What is the capital of Australia?", "--json", index=seeded_index).stdout)
+    assert data["refused"] and "threshold" in data["refusal_reason"] and "threshold" not in data["text"]
+
+
+def test_on_a_terminal_the_draft_is_erased_before_the_checked_answer(seeded_index):
+    import pty
+
+    environment = {**os.environ, "RAG_CONFIG": "extractive", "RAG_VECTORSTORE__PATH": str(seeded_index)}
+    process_id, terminal = pty.fork()
+    if process_id == 0:  # the child: `rag ask` with its stdout on a terminal
+        os.execve(sys.executable, [sys.executable, "-m", "rag.cli", "ask", RXNFLOW], environment)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(terminal, 4096)
+        except OSError:  # the child exited and closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.waitpid(process_id, 0)
+    output = seen.decode().replace("\r\n", "\n")
+    draft, _, final = output.rpartition("\x1b[J")
+    assert "\x1b[2m" in draft and "71 reaction templates" in draft  # the model's words, dimmed, then erased
+    assert final.count("71 reaction templates") == 1 and SOURCES in final
 
 
 @pytest.mark.parametrize(

@@ -76,14 +76,20 @@ def test_a_follow_up_is_asked_with_the_conversation_so_far(seeded):
     assert "source-1-1" in panel and "goto-source-1-" in chat[-1]["content"]
 
 
-def test_an_off_topic_question_is_refused_and_lists_the_closest_papers(seeded):
-    _, (chat, answers, panel, _) = run(ChatHandlers(seeded), "What is a good recipe for sourdough bread?")
+def test_an_off_topic_question_is_refused_in_words_and_the_panel_names_the_closest_papers(seeded):
+    _, (chat, answers, panel, _) = run(ChatHandlers(seeded), "What is the capital of Australia?")
     answer = answers[-1]
     assert answer.refused
-    bubble = text_of(chat[-1]["content"])
-    assert "Not answered from the abstracts" in bubble and "Closest papers:" in bubble
-    assert answer.sources[0].paper_id in bubble
+    bubble = chat[-1]["content"]
+    shown, details = bubble.split("<details", 1)
+    assert text_of(shown) == (
+        "Not answered: the indexed abstracts don't answer this question; the closest papers are in the sources panel."
+    )
+    assert "threshold" in text_of(details) and text_of(details).endswith(answer.refusal_reason)
+    # Named once on the page: by the panel's cards, not again in the bubble.
     assert "Closest papers (none close enough to answer)" in text_of(panel)
+    for source in answer.sources:
+        assert source.paper_id in panel and source.paper_id not in bubble
 
 
 @pytest.mark.parametrize(
@@ -118,8 +124,9 @@ def test_a_fallback_answer_is_marked_with_the_reason(seeded, embeddings):
     _, (chat, answers, _, _) = run(ChatHandlers(model_down(seeded, embeddings, "extractive")), RXNFLOW)
     answer = answers[-1]
     assert answer.fallback and answer.cited
-    bubble = text_of(chat[-1]["content"])
-    assert "Fallback answer" in bubble and "cannot connect to the model server" in bubble
+    label = re.search(r'<p class="rag-by rag-by-fallback">(.*?)</p>', chat[-1]["content"]).group(1)
+    assert label.startswith("the model failed: ") and "cannot connect to the model server" in label
+    assert label.endswith("; extractive answer instead")
 
 
 def test_the_header_names_the_model_and_the_index_size(seeded, embeddings, tmp_path):
@@ -258,6 +265,74 @@ def test_the_login_comes_from_the_named_environment_variable(monkeypatch):
     monkeypatch.delenv("UI_LOGIN")
     with pytest.raises(ConfigError, match="UI_LOGIN is not set"):
         read_auth("UI_LOGIN")
+
+
+def rendered(answer: Answer) -> tuple[str, str]:
+    return answer_html(answer, 0), sources_panel_html(answer, 0)
+
+
+def sample_answer(**fields) -> Answer:
+    sentence = "We reach 100\\% validity with $\\tau$-leaping and **71 templates**."
+    source = Source("p1", "The $\\mathcal{O}(n)$ paper", f"{sentence} Then \\textbf{{1)}} more.", 0.5, {})
+    return Answer(
+        question="q",
+        text=f"{sentence} [1]",
+        sources=[source],
+        checks=[SentenceCheck(sentence, (1,), True, 0.9)],
+        **fields,
+    )
+
+
+@pytest.mark.parametrize(
+    "fields, label",
+    [
+        ({"answered_by": "model"}, "answered by the model, checked against the abstracts"),
+        ({"answered_by": "extractive"}, "extractive answer: sentences quoted from the abstracts"),
+        (
+            {"answered_by": "extractive", "replaced": "it cited <b>nothing</b>"},
+            "extractive answer: the model&#x27;s answer was set aside (it cited &lt;b&gt;nothing&lt;/b&gt;)",
+        ),
+        (
+            {"answered_by": "extractive", "fallback": "timed out"},
+            "the model failed: timed out; extractive answer instead",
+        ),
+        ({"answered_by": ""}, None),
+    ],
+)
+def test_the_answer_says_who_wrote_it(fields, label):
+    bubble, _ = rendered(sample_answer(**fields))
+    found = re.findall(r'<p class="rag-by[^"]*">(.*?)</p>', bubble)
+    assert found == ([label] if label else [])
+    # Under the answer, before its list of sources.
+    assert not label or bubble.index('class="rag-answer"') < bubble.index("rag-by") < bubble.index("rag-list")
+
+
+def test_latex_and_emphasis_are_rendered_in_the_answer_and_the_cards():
+    bubble, panel = rendered(sample_answer())
+    for html in (bubble, panel):
+        assert "We reach 100% validity with τ-leaping and <strong>71 templates</strong>." in html
+        assert "The 𝒪(n) paper" in html and "$" not in html and "\\" not in html
+    assert "Then <strong>1)</strong> more." in panel
+
+
+def test_sources_are_shown_best_first_with_a_readable_relevance():
+    def source(paper_id: str, cosine: float, relevance: float) -> Source:
+        return Source(paper_id, f"title {paper_id}", "Text.", cosine, {"match": {"relevance": relevance}})
+
+    # As MMR may leave them: [2] ranked below [3]; [3] found by BM25 alone, its cosine below zero.
+    sources = [source("a", 0.6, 1.0), source("b", 0.5, 0.4), source("c", -0.1, 0.55)]
+    bubble, panel = rendered(Answer(question="q", text="A [1].", sources=sources))
+    assert re.findall(r'id="source-0-(\d)"', panel) == ["1", "3", "2"]
+    assert re.findall(r"relevance (\d+)%", text_of(panel)) == ["100", "55", "40"]
+    assert re.findall(r"title (\w)", text_of(bubble)) == ["a", "c", "b"]
+    assert "-0.1" not in panel
+
+
+def test_the_seeded_sources_panel_shows_relevance_in_rank_order(seeded):
+    _, (_, answers, panel, _) = run(ChatHandlers(seeded), RXNFLOW)
+    shown = [int(value) for value in re.findall(r"relevance (\d+)%", text_of(panel))]
+    assert len(shown) == len(answers[-1].sources) and shown == sorted(shown, reverse=True) and shown[0] > shown[-1]
+    assert re.findall(r'id="source-0-(\d)"', panel) == [str(n) for n in range(1, len(shown) + 1)]
 
 
 def test_overlapping_passages_show_each_sentence_once():

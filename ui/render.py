@@ -1,10 +1,11 @@
 """Turn `Answer`s into what the page shows: HTML built from escaped text, and JSON for the API.
 
 Abstracts, titles, links and model output are all untrusted. Every piece of them goes through
-`html.escape` before it meets markup built here, links are kept only when they are http(s), and
-the only markup added is ours (citation badges, source cards, highlights). The chat renders these
-strings as HTML without Markdown, so `[text](javascript:…)`, `<img onerror=…>` or a fake heading
-inside an abstract or an answer stays visible text.
+`html.escape` before it meets markup built here (`rag.markup.markup_html` escapes the text it made
+of the LaTeX, then adds only `<strong>`/`<em>` for emphasis), links are kept only when they are
+http(s), and the only markup added is ours (citation badges, source cards, highlights). The chat
+renders these strings as HTML without Markdown, so `[text](javascript:…)`, `<img onerror=…>` or a
+fake heading inside an abstract or an answer stays visible text.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from html import escape
 from typing import Any
 
 from rag.markers import MARKER, attach_marker, split_sentences
-from rag.results import Answer, Source, safe_url
+from rag.markup import markup_html, plain_text
+from rag.results import Answer, Source, by_relevance, safe_url
 from rag.retrieval import PASSAGE_GAP
 
 WORD = re.compile(r"[a-z0-9]+")
@@ -22,6 +24,7 @@ WORD = re.compile(r"[a-z0-9]+")
 # a paraphrase that shares almost no words would point at an arbitrary sentence.
 MIN_OVERLAP = 0.3
 STREAM_CURSOR = "▍"
+RELEVANCE_TIP = "How well the paper ranked for the question: 100% is first by both meaning and keywords"
 
 
 def anchor(turn: int, number: int) -> str:
@@ -30,32 +33,41 @@ def anchor(turn: int, number: int) -> str:
 
 
 def answer_html(answer: Answer, turn: int) -> str:
-    """The chat bubble of a finished answer: notes, the text with linked `[n]` badges, its sources."""
-    parts = []
+    """The chat bubble of a finished answer: the text with linked `[n]` badges, who wrote it, its sources."""
     if answer.refused:
-        parts.append('<p class="rag-note rag-refused"><strong>Not answered from the abstracts.</strong></p>')
-    if answer.fallback:
-        parts.append(
-            '<p class="rag-note rag-fallback"><strong>Fallback answer</strong> (quoted from the abstracts): '
-            f"the model failed: {escape(answer.fallback)}</p>"
-        )
-    parts.append(f'<p class="rag-answer">{checked_text_html(answer, turn)}</p>')
+        return refusal_html(answer)
+    parts = [f'<p class="rag-answer">{checked_text_html(answer, turn)}</p>']
+    if note := answer.provenance():
+        doubt = " rag-by-fallback" if answer.fallback or answer.replaced else ""
+        parts.append(f'<p class="rag-by{doubt}">{escape(note)}</p>')
     if any(not check.supported for check in answer.checks):
         parts.append(
             '<p class="rag-legend"><span class="rag-unsupported">Greyed sentences</span> '
             "are not supported by any retrieved abstract: treat them with doubt.</p>"
         )
     if answer.sources:
-        heading = "Closest papers" if answer.refused else "Sources"
         cited = set(answer.cited)
         items = "".join(
             f'<li class="{"rag-cited" if source.paper_id in cited else "rag-uncited"}">'
-            f"{badge_html(turn, number, source.title)} {escape(source.title)} "
+            f"{badge_html(turn, number, source.title)} {markup_html(source.title)} "
             f'<span class="rag-id">({escape(source.paper_id)})</span></li>'
-            for number, source in enumerate(answer.sources, start=1)
+            for number, source in by_relevance(answer.sources)
         )
-        parts.append(f'<p class="rag-list-heading">{heading}:</p><ol class="rag-source-list">{items}</ol>')
+        parts.append(f'<p class="rag-list-heading">Sources:</p><ol class="rag-source-list">{items}</ol>')
     return "".join(parts)
+
+
+def refusal_html(answer: Answer) -> str:
+    """A refusal in words, its figures behind a toggle. The closest papers are the panel's cards,
+    so they are not named again here."""
+    where = "the closest papers are in the sources panel" if answer.sources else "no paper in the index matches it"
+    html = (
+        '<p class="rag-answer rag-note rag-refused"><strong>Not answered:</strong> '
+        f"the indexed abstracts don't answer this question; {where}.</p>"
+    )
+    if answer.refusal_reason:
+        html += f'<details class="rag-why"><summary>Why</summary>{escape(answer.refusal_reason)}</details>'
+    return html
 
 
 def checked_text_html(answer: Answer, turn: int) -> str:
@@ -80,7 +92,7 @@ def checked_text_html(answer: Answer, turn: int) -> str:
 
 
 def cited_text_html(text: str, sources: list[Source], turn: int) -> str:
-    """Escaped text whose valid `[n]` markers become badges linked to the sources panel."""
+    """Escaped text (its LaTeX and emphasis rendered) whose valid `[n]` markers become badges to the sources panel."""
 
     def badges(match: re.Match) -> str:
         numbers = [int(n) for n in re.split(r"[,;]", match.group(1))]
@@ -88,10 +100,10 @@ def cited_text_html(text: str, sources: list[Source], turn: int) -> str:
 
     pieces, last = [], 0
     for match in MARKER.finditer(text):
-        pieces.append(escape(text[last : match.start()]))
+        pieces.append(markup_html(text[last : match.start()]))
         pieces.append(badges(match))
         last = match.end()
-    pieces.append(escape(text[last:]))
+    pieces.append(markup_html(text[last:]))
     return "".join(pieces).replace("\n", "<br>")
 
 
@@ -101,7 +113,7 @@ def badge_html(turn: int, number: int, title: str) -> str:
     Not an `href="#…"` link: Gradio treats a changed URL fragment as navigation and resets the page.
     The card's id rides in a class because the chat's sanitizer drops `data-` attributes.
     """
-    return f'<span class="rag-cite goto-{anchor(turn, number)}" title="{escape(title)}">[{number}]</span>'
+    return f'<span class="rag-cite goto-{anchor(turn, number)}" title="{escape(plain_text(title))}">[{number}]</span>'
 
 
 def streaming_html(partial: str) -> str:
@@ -124,7 +136,7 @@ def sources_panel_html(answer: Answer | None, turn: int) -> str:
     heading = "Closest papers (none close enough to answer)" if answer.refused else "Sources"
     cards = [
         source_card(source, number, turn, source.paper_id in cited, highlights.get(number, set()))
-        for number, source in enumerate(answer.sources, start=1)
+        for number, source in by_relevance(answer.sources)
     ]
     return (
         f'<div class="rag-panel"><div class="rag-panel-heading">{heading} for: '
@@ -140,7 +152,10 @@ def source_card(source: Source, number: int, turn: int, cited: bool, highlight: 
     for github in str(meta.get("github", "")).split():
         if url := safe_url(github):
             links.append(f'<a href="{escape(url)}" target="_blank" rel="noopener noreferrer">{escape(url)}</a>')
-    facts = [f'<span class="rag-id">{escape(source.paper_id)}</span>', f"score {source.score:.3f}"]
+    facts = [
+        f'<span class="rag-id">{escape(source.paper_id)}</span>',
+        f'<span class="rag-relevance" title="{RELEVANCE_TIP}">relevance {source.relevance:.0%}</span>',
+    ]
     if meta.get("status"):
         facts.append(f'<span class="rag-status">{escape(str(meta["status"]))}</span>')
     if meta.get("primary_area"):
@@ -148,7 +163,7 @@ def source_card(source: Source, number: int, turn: int, cited: bool, highlight: 
     state = "cited" if cited else "not cited"
     return (
         f'<div class="rag-card {"rag-cited" if cited else "rag-uncited"}" id="{anchor(turn, number)}">'
-        f'<div class="rag-card-title"><span class="rag-number">[{number}]</span> {escape(source.title)} '
+        f'<div class="rag-card-title"><span class="rag-number">[{number}]</span> {markup_html(source.title)} '
         f'<span class="rag-state">{state}</span></div>'
         f'<div class="rag-facts">{" · ".join(facts)}</div>'
         + (f'<div class="rag-links">{" · ".join(links)}</div>' if links else "")
@@ -175,7 +190,8 @@ def passage_html(text: str, highlight: set[str], spans: list[dict] | None = None
             if sentence in shown:
                 continue
             shown.add(sentence)
-            sentences.append(f"<mark>{escape(sentence)}</mark>" if sentence in highlight else escape(sentence))
+            shown_html = markup_html(sentence)
+            sentences.append(f"<mark>{shown_html}</mark>" if sentence in highlight else shown_html)
         if sentences:
             html += ("" if not html else " " if joins else escape(PASSAGE_GAP)) + " ".join(sentences)
     return html

@@ -11,8 +11,10 @@ CSS = """
 .rag-cite:hover { background: var(--color-accent); color: white; }
 .rag-note { padding: 0.35em 0.6em; border-radius: 0.4em; margin-bottom: 0.4em; }
 .rag-refused { background: #fff4e5; color: #7a4b00; }
-.rag-fallback { background: #fff4e5; color: #7a4b00; }
 .rag-error { background: #fdecea; color: #8a1c1c; }
+.rag-by { font-size: 0.82em; color: var(--body-text-color-subdued); margin: 0.2em 0; }
+.rag-by-fallback { color: #7a4b00; }
+.rag-why { font-size: 0.82em; color: var(--body-text-color-subdued); margin: 0.2em 0; }
 .rag-unsupported { color: var(--body-text-color-subdued); text-decoration: underline dotted; }
 .rag-legend { font-size: 0.82em; color: var(--body-text-color-subdued); margin: 0.3em 0; }
 .rag-list-heading { margin: 0.6em 0 0.1em 0; font-weight: 600; font-size: 0.9em; }

@@ -1,0 +1,139 @@
+"""Abstracts' markup as people read it: LaTeX to unicode text, Markdown emphasis to emphasis.
+
+Abstracts are written for OpenReview, which renders `$\\tau$`, `100\\%`, `\\textbf{1)}` and
+`**bold**`; shown raw they read as noise. `plain_text` gives the readable text (the CLI);
+`markup_html` gives the same text HTML-escaped, with emphasis as `<strong>`/`<em>` (the page).
+
+Untrusted text stays inert: LaTeX is only ever turned into text, that text is escaped before any
+tag is added, and the only tags added are `<strong>` and `<em>` around escaped text. Text that
+pylatexenc cannot parse (say, thousands of nested braces) is shown as it is.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from html import escape
+
+from pylatexenc import latex2text, latexwalker
+from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec
+from pylatexenc.latexwalker import LatexWalker, LatexWalkerError
+from pylatexenc.macrospec import LatexContextDb, std_macro
+
+# LaTeX is parsed only where there is some: most sentences have neither a backslash nor a dollar.
+LATEX = re.compile(r"[\\$]")
+# `%` starts a comment and `&` is an alignment tab in LaTeX, but abstracts use both as text (`$44.0$%`):
+# escape those not already escaped (preceded by an even number of backslashes).
+UNESCAPED = re.compile(r"(?<!\\)((?:\\\\)*)([%&])")
+# Some write `20\\%` (a line break, then a comment) for `20\%`: they mean the percent sign.
+DOUBLED = re.compile(r"\\\\(?=[%&])")
+# `~` is LaTeX's unbreakable space after a word (`Figure~1`, `models~(LLMs)`), but "about" or "to"
+# after a space, a bracket, a slash or a number (`(~60 Hz)`, `75\%~95\%`, `cornell.edu/~name`).
+TILDE_AS_TEXT = re.compile(r"(?<![^\s(\[/*%0-9])~")
+TILDE = "\ue000"  # stands in for a `~` kept as text while LaTeX's `~` becomes a space
+# Markdown emphasis, applied to text pylatexenc has already converted (it leaves `*` and `_` alone).
+# Single `*` and `_` must start and end at a word boundary, so `x_i`, `snake_case` and `a * b` stay.
+STRONG = re.compile(r"\*\*(?=[^\s*])([^\n]+?)(?<=[^\s*])\*\*")
+STAR_EMPHASIS = re.compile(r"(?<![\w*\\])\*(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?![\w*])")
+UNDERSCORE_EMPHASIS = re.compile(r"(?<![\w\\])_(?=[^\s_])([^_\n]+?)(?<=[^\s_])_(?!\w)")
+SPACES = re.compile(r"[ \t]{2,}")
+
+# What abstracts use beyond pylatexenc's defaults: the walker must know each macro's arguments,
+# the converter what text it stands for. Bold and italic become Markdown, handled with the rest.
+EXTRA_MACRO_ARGS = {"href": "{{", "citealp": "*[[{", "underline": "{", "textcolor": "{{", "color": "{"}
+EXTRA_MACRO_ARGS |= {"tfrac": "{{", "dfrac": "{{"}
+# What each macro's last argument becomes (`{}`: its text), e.g. `\href{url}{text}` -> text.
+LAST_ARGUMENT = {
+    "textbf": "**{}**",
+    "emph": "*{}*",
+    "textit": "*{}*",
+    **dict.fromkeys(("texttt", "textsc", "textsf", "underline", "url", "textcolor", "href"), "{}"),
+    **dict.fromkeys(("cite", "citep", "citet", "citealp"), "({})"),
+    "footnote": " ({})",
+}
+# Authors' abbreviations; LaTeX swallows the space after a macro's name, so it is put back.
+ABBREVIATIONS = {"ie": "i.e.", "eg": "e.g.", "etc": "etc.", "wrt": "w.r.t.", "etal": "et al."}
+# Standard LaTeX that pylatexenc doesn't list, which only styles or sizes what follows: dropped.
+# Any other macro it doesn't know is an author's own (`\model`, `\method`), shown as written.
+STYLE_MACROS = frozenset(
+    "em bf it sc rm tt sf bm boldsymbol mathds operatorname displaystyle textstyle scriptstyle xspace "
+    "left right big Big bigg Bigg bigl bigr Bigl Bigr biggl biggr limits nolimits "
+    "color small footnotesize large Large normalsize selectfont".split()
+)
+
+
+def plain_text(text: str) -> str:
+    """The text as it reads: `$\\tau$` -> `τ`, `100\\%` -> `100%`, `\\textbf{1)}` -> `1)`, `**x**` -> `x`."""
+    return with_emphasis(latex_to_text(text), strong="{}", em="{}")
+
+
+def markup_html(text: str) -> str:
+    """The text as escaped HTML, LaTeX turned into text and Markdown emphasis into `<strong>`/`<em>`."""
+    return with_emphasis(escape(latex_to_text(text)), strong="<strong>{}</strong>", em="<em>{}</em>")
+
+
+def with_emphasis(text: str, strong: str, em: str) -> str:
+    """Markdown's `**strong**`, `*em*` and `_em_` put in the `strong` and `em` templates."""
+    text = STRONG.sub(lambda match: strong.format(match.group(1)), text)
+    for pattern in (STAR_EMPHASIS, UNDERSCORE_EMPHASIS):
+        text = pattern.sub(lambda match: em.format(match.group(1)), text)
+    return text
+
+
+def latex_to_text(text: str) -> str:
+    """LaTeX turned into unicode text (math too: `$\\mathbb{R}^d$` -> `ℝ^d`); unknown macros kept as written."""
+    if not LATEX.search(text):
+        return text
+    prepared = UNESCAPED.sub(r"\1\\\2", DOUBLED.sub("\\\\", TILDE_AS_TEXT.sub(TILDE, text)))
+    walker_context, converter = latex_converter()
+    try:
+        nodes, _, _ = LatexWalker(prepared, latex_context=walker_context, tolerant_parsing=True).get_latex_nodes()
+        converted = converter.nodelist_to_text(nodes)
+    except (LatexWalkerError, RecursionError):
+        return text
+    # Leading and trailing spaces are kept: callers convert the pieces of text between `[n]` markers.
+    return SPACES.sub(" ", converted.replace("\xa0", " ").replace(TILDE, "~"))
+
+
+class KeepingUnknownMacros(LatexNodes2Text):
+    """Shows a macro it has no text for as written (`\\model`): an author's own macro is still a name."""
+
+    def macro_node_to_text(self, node) -> str:
+        if node.macroname in STYLE_MACROS:
+            return ""
+        if self.latex_context.get_macro_spec(node.macroname) is None:
+            return node.latex_verbatim()
+        return super().macro_node_to_text(node)
+
+
+@cache
+def latex_converter() -> tuple[LatexContextDb, KeepingUnknownMacros]:
+    """The walker's context and the converter, built once: pylatexenc's defaults and the macros above."""
+    walker_context = latexwalker.get_default_latex_context_db()
+    walker_context.add_context_category(
+        "rag", prepend=True, macros=[std_macro(name, args) for name, args in EXTRA_MACRO_ARGS.items()]
+    )
+    text_context = latex2text.get_default_latex_context_db()
+    macros = [MacroTextSpec(name, simplify_repl=last_argument(template)) for name, template in LAST_ARGUMENT.items()]
+    macros += [MacroTextSpec(name, simplify_repl=abbreviation(text)) for name, text in ABBREVIATIONS.items()]
+    frac = text_context.get_macro_spec("frac").simplify_repl
+    macros += [MacroTextSpec(name, frac) for name in ("tfrac", "dfrac")]
+    macros += [MacroTextSpec("|", "‖"), MacroTextSpec("implies", "⟹")]
+    text_context.add_context_category("rag", prepend=True, macros=macros)
+    return walker_context, KeepingUnknownMacros(latex_context=text_context, math_mode="text")
+
+
+def last_argument(template: str):
+    """A macro's text: its last argument's text in `template`, or nothing when that is empty or missing."""
+
+    def text(node, l2tobj: LatexNodes2Text) -> str:
+        arguments = [arg for arg in (node.nodeargd.argnlist if node.nodeargd else []) if arg is not None]
+        inner = l2tobj.nodelist_to_text(arguments[-1:]).strip()
+        return template.format(inner) if inner else ""
+
+    return text
+
+
+def abbreviation(text: str):
+    """A macro's text: `text` and the space LaTeX took as the end of the macro's name (`\\ie x` -> `i.e. x`)."""
+    return lambda node: text + node.macro_post_space
