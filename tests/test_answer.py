@@ -7,6 +7,7 @@ from conftest import SEED_FILE
 
 from rag.citations import CitationChecker
 from rag.errors import InputError
+from rag.evidence import SentenceVectors
 from rag.papers import load_papers
 from rag.results import Source
 from rag.retrieval import Filters
@@ -96,7 +97,7 @@ class TestCitationChecker:
 
     @pytest.fixture
     def checker(self, embeddings):
-        return CitationChecker(embeddings, threshold=0.5)
+        return CitationChecker(SentenceVectors(embeddings), threshold=0.5)
 
     def test_markers_pointing_at_no_source_are_removed(self, checker):
         text, checks = checker.check("Hanabi is a cooperative card game [7].", self.SOURCES)
@@ -108,6 +109,14 @@ class TestCitationChecker:
         text, checks = checker.check("The weather in Paris is mild in spring.", self.SOURCES)
         assert text == "The weather in Paris is mild in spring."
         assert not checks[0].supported and checks[0].cited == ()
+
+    def test_a_number_or_name_the_cited_source_lacks_makes_a_close_sentence_unsupported(self, checker):
+        _, right = checker.check("RxnFlow uses 1.2 million reaction templates [1].", self.SOURCES)
+        _, drifted = checker.check("RxnFlow uses 10,248 reaction templates [1].", self.SOURCES)
+        _, invented = checker.check("FakeShield uses 1.2 million reaction templates [1].", self.SOURCES)
+        assert right[0].supported
+        assert drifted[0].score > 0.5 and not drifted[0].supported
+        assert not invented[0].supported
 
     def test_a_wrong_citation_is_kept_but_reported_unsupported(self, checker):
         text, checks = checker.check("RxnFlow uses reaction templates [2].", self.SOURCES)
