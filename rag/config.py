@@ -176,6 +176,7 @@ class AnswerConfig(Section):
     kind_bonus: float = Field(
         0.15, ge=0, description="Gain (or loss) of a sentence holding (or not) the number, name or result asked for."
     )
+    novelty_weight: float = Field(0.2, ge=0, description="Weight of the share of its words the question lacks.")
     proposal_bonus: float = Field(
         0.1, ge=0, description="Gain of the sentence that says what the paper proposes, or names it."
     )

@@ -176,10 +176,12 @@ class EvidencePicker:
         wants_number, wants_name = bool(HOW_MUCH.search(question)), bool(WHICH_NAME.search(question))
         wants_result = not (wants_number or wants_name) and bool(RESULT.match(question.strip()))
         config = self.answer
+        asked = content_stems(question)
         proposals = {number: proposal_position(sources[number - 1]) for number, _, _ in candidates}
         evidence = []
         for (number, position, sentence), cosine in zip(candidates, similarity):
             score = float(cosine) + config.word_weight * covered(sentence, words)
+            score += config.novelty_weight * novelty(sentence, asked)
             if wants_number:
                 score += config.kind_bonus if NUMBER.search(sentence) else -config.kind_bonus
             introduces = position == proposals[number] or mentions(sentence, names[number])
@@ -223,6 +225,13 @@ def rarity_weights(question: str, sentences: list[str], ignore: set[str] = froze
         if count:
             weights[stem] = math.log(1 + len(held) / count)
     return weights
+
+
+def novelty(sentence: str, asked: set[str]) -> float:
+    """The share of a sentence's content words that the question doesn't have: a sentence that only
+    restates the question ('We introduce X, which does what you asked') tells the asker little."""
+    stems = content_stems(sentence)
+    return len(stems - asked) / len(stems) if stems else 0.0
 
 
 def covered(sentence: str, weights: dict[str, float]) -> float:
@@ -304,20 +313,31 @@ def extractive_answer(question: str, evidence: list[Evidence], sources: list[Sou
 
 def key_tokens(question: str, evidence: list[Evidence], sources: list[Source]) -> list[str]:
     """What an answer must say to answer, none of it already in the question: the best sentence's
-    numbers for a 'how many' question; otherwise the paper's name (its short form) and up to two
-    other names the best sentence gives (a dataset, a measure: 'MMTD-Set', 'CMI')."""
+    numbers for a "how many" question; otherwise the paper's name (its short form; never a whole
+    title) and up to two other names the best sentence gives (a dataset, a measure: 'MMTD-Set')."""
     if not evidence:
         return []
     best = evidence[0]
     if HOW_MUCH.search(question):
-        tokens = [m.group(0).rstrip(",") for m in DIGITS.finditer(best.sentence)]
+        tokens = asked_numbers(question, best.sentence)
     else:
         name = paper_name(sources[best.number - 1])
         short = ACRONYM.search(name)
-        tokens = [short.group(1) if short else name] if (short or NAME.fullmatch(name)) else []
+        tokens = [short.group(1) if short else name] if name and not name.startswith("“") else []
         tokens += [m.group(0) for m in NAME.finditer(best.sentence) if m.group(0) not in GENERIC][:2]
     asked = question.lower()
     return [token for token in dict.fromkeys(tokens) if token.lower() not in asked and not mentions(question, token)]
+
+
+def asked_numbers(question: str, sentence: str) -> list[str]:
+    """The numbers of a sentence that count what the question asks about ('71' of '71 reaction
+    templates' for 'how many templates'), judged by the words just after each; all when none tells."""
+    asked = content_stems(question)
+    numbers = [
+        (m.group(0).rstrip(","), " ".join(sentence[m.end() :].split()[:3])) for m in DIGITS.finditer(sentence)
+    ]
+    counting = [number for number, after in numbers if content_stems(after) & asked]
+    return counting or [number for number, _ in numbers]
 
 
 def evidence_sources(evidence: list[Evidence], sources: list[Source]) -> list[Source]:

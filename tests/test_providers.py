@@ -60,15 +60,22 @@ def collect(stream) -> tuple[list[str], Answer]:
 
 def assert_streamed_and_checked(pieces: list[str], answer: Answer) -> None:
     """What the pipeline guarantees whatever a small model writes (not what it happens to write):
-    the answer streamed token by token, the checker only tidied and cited the model's words, every
-    sentence got a check, every marker points at a source, and only a cited source counts as support."""
+    the answer streamed token by token, every sentence got a check, every marker points at a source,
+    and only a cited source counts as support. Then one of two things: the model's answer stands,
+    holding only its own words in supported sentences, or it was set aside, with the reason, for the
+    extractive answer."""
     assert answer.fallback is None and not answer.refused, answer.fallback
     assert len(pieces) > 3  # token by token, not one block at the end
-    assert words(answer.text) <= words("".join(pieces))
     assert answer.checks and set(answer.cited) <= {s.paper_id for s in answer.sources}
     for check in answer.checks:
         assert all(1 <= n <= len(answer.sources) for n in check.cited)
         assert check.cited or not check.supported
+    if answer.answered_by == "model":
+        assert answer.replaced is None
+        assert words(answer.text) <= words("".join(pieces))
+        assert all(check.supported for check in answer.checks)
+    else:
+        assert answer.answered_by == "extractive" and answer.replaced, answer
 
 
 class Recording:
@@ -280,6 +287,29 @@ def test_the_openai_provider_streams_a_cited_answer_from_a_real_server(seeded, e
     pieces, answer = collect(service.stream_answer(QUESTION))
     assert_streamed_and_checked(pieces, answer)
     assert answer.config == "openai"
+
+
+# -- what a model writes is checked: a drifted fact is removed, a missing one sets the answer aside ------
+
+
+def test_a_sentence_with_a_number_its_source_lacks_is_removed_from_the_model_answer(seeded, embeddings, key):
+    drifted = "RxnFlow uses 71 reaction templates [1]. The flow model reaches 91% accuracy [1]."
+    with scripted_server(chat(drifted)) as url:
+        answer = hosted(seeded, embeddings, url).answer(QUESTION)
+    assert answer.answered_by == "model" and answer.replaced is None
+    assert answer.text == "RxnFlow uses 71 reaction templates [1]."
+    assert [check.supported for check in answer.checks] == [True]
+
+
+def test_a_model_answer_without_the_asked_number_gives_way_to_the_evidence(seeded, embeddings, key, extractive_text):
+    scripted = chat("RxnFlow uses reaction templates to build molecules [1].")
+    with scripted_server(scripted) as url:
+        answer = hosted(seeded, embeddings, url).answer(QUESTION)
+    assert answer.answered_by == "extractive" and "left out 71" in answer.replaced
+    assert answer.text == extractive_text and "71" in answer.text
+    # The model was given the evidence sentences, not whole passages.
+    prompt = scripted.requests[-1].body["messages"][-1]["content"]
+    assert "71 reaction templates" in prompt and "CrossDocked2020" not in prompt
 
 
 # -- failures of the model, against real sockets -----------------------------------------------
