@@ -167,7 +167,7 @@ class AnswerConfig(Section):
     # Defaults set on the dev splits of tests/eval/ with `rag eval --answers` (docs/answers.md).
     evidence_sentences: int = Field(3, ge=1, description="Most sentences an answer is built from.")
     evidence_margin: float = Field(
-        0.15, ge=0, description="A further sentence joins the best one when it scores within this margin of it."
+        0.3, ge=0, description="A further sentence joins the best one when it scores within this margin of it."
     )
     min_sentence_score: float = Field(
         0.0, description="Refuse when no sentence of the retrieved abstracts scores this high for the question."
@@ -180,7 +180,7 @@ class AnswerConfig(Section):
     proposal_bonus: float = Field(
         0.1, ge=0, description="Gain of the sentence that says what the paper proposes, or names it."
     )
-    background_penalty: float = Field(0.1, ge=0, description="Loss of an abstract's opening, background sentence.")
+    background_penalty: float = Field(0.2, ge=0, description="Loss of an abstract's opening, background sentence.")
     rank_penalty: float = Field(0.05, ge=0, description="Loss per rank below the top source.")
     support_threshold: float = Field(
         0.5, description="Least similarity between an answer sentence and a source sentence to count as support."

@@ -150,7 +150,10 @@ class EvidencePicker:
             close = [e for e in firsts.values() if e is not best and self.passes(sources[e.number - 1])]
         else:
             margin *= 2 if TWO_ASKS.search(question) else 1
-            close = [e for e in scored[1:] if e.score >= best.score - margin]
+            # Another paper's sentence must come closer: a question about one paper is answered by it.
+            close = [
+                e for e in scored[1:] if e.score >= best.score - (margin if e.number == best.number else margin / 2)
+            ]
         return [best, *close][: self.answer.evidence_sentences]
 
     def passes(self, source: Source) -> bool:
@@ -333,9 +336,7 @@ def asked_numbers(question: str, sentence: str) -> list[str]:
     """The numbers of a sentence that count what the question asks about ('71' of '71 reaction
     templates' for 'how many templates'), judged by the words just after each; all when none tells."""
     asked = content_stems(question)
-    numbers = [
-        (m.group(0).rstrip(","), " ".join(sentence[m.end() :].split()[:3])) for m in DIGITS.finditer(sentence)
-    ]
+    numbers = [(m.group(0).rstrip(","), " ".join(sentence[m.end() :].split()[:3])) for m in DIGITS.finditer(sentence)]
     counting = [number for number, after in numbers if content_stems(after) & asked]
     return counting or [number for number, _ in numbers]
 
