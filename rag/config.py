@@ -143,7 +143,9 @@ class LLMConfig(Section):
     )
     model_path: Path | None = Field(None, description="GGUF file (llamacpp); empty means the bundled SmolLM2.")
     n_ctx: int = Field(2048, ge=64, description="Context window in tokens (llamacpp); prompts are trimmed to fit.")
-    n_threads: int | None = Field(None, ge=1, description="CPU threads (llamacpp); empty means all cores.")
+    n_threads: int | None = Field(
+        1, ge=1, description="CPU threads (llamacpp); empty means all cores. 1 measured fastest on a busy CPU."
+    )
     n_batch: int = Field(512, ge=1, description="Prompt tokens read per step (llamacpp); small values are slow.")
     temperature: float = Field(0.0, ge=0, description="Sampling temperature; 0 always picks the likeliest token.")
     repeat_penalty: float = Field(1.1, ge=1, description="Penalty on recently generated tokens (llamacpp).")
