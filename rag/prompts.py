@@ -11,43 +11,52 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
-from langchain_core.prompts import ChatPromptTemplate
-
 from rag.markers import split_sentences
 from rag.results import Source
 from rag.retrieval import PASSAGE_GAP
 
-ANSWER_PROMPT = ChatPromptTemplate.from_messages(
-    [
-        (
-            "system",
-            "Answer the question from the numbered abstracts in one or two short sentences. "
-            "End each sentence with the number of the abstract it uses, like [1]. "
-            "If the abstracts do not answer the question, say that it is not in the abstracts.",
-        ),
-        # One worked example: on the seed questions it made the 135M model's answers shorter and
-        # better supported (79% of sentences supported against 61% without). It is the same for every
-        # question, so llama.cpp reuses it from its cache instead of reading it again.
-        (
-            "human",
-            "[1] Tiny Flows\nWe train a flow model on 3 datasets and reach 91% accuracy.\n\n"
-            "Question: How accurate is the flow model?",
-        ),
-        ("ai", "The flow model reaches 91% accuracy [1]."),
-        ("human", "{sources}\n\nQuestion: {question}"),
-    ]
+# ANSWER_PROMPT and REWRITE_PROMPT, LangChain chat prompts, are built from these on first use (see
+# `__getattr__`): importing LangChain's prompt classes costs half a second that an extractive answer,
+# which prompts no model, should not wait for.
+ANSWER_MESSAGES = (
+    (
+        "system",
+        "Answer the question from the numbered abstracts in one or two short sentences. "
+        "End each sentence with the number of the abstract it uses, like [1]. "
+        "If the abstracts do not answer the question, say that it is not in the abstracts.",
+    ),
+    # One worked example: on the seed questions it made the 135M model's answers shorter and
+    # better supported (79% of sentences supported against 61% without). It is the same for every
+    # question, so llama.cpp reuses it from its cache instead of reading it again.
+    (
+        "human",
+        "[1] Tiny Flows\nWe train a flow model on 3 datasets and reach 91% accuracy.\n\n"
+        "Question: How accurate is the flow model?",
+    ),
+    ("ai", "The flow model reaches 91% accuracy [1]."),
+    ("human", "{sources}\n\nQuestion: {question}"),
 )
 
-REWRITE_PROMPT = ChatPromptTemplate.from_messages(
-    [
-        (
-            "system",
-            "Rewrite the user's last question so that it can be understood without the conversation, "
-            "replacing words like 'it' or 'they' with what they refer to. Reply with the question only.",
-        ),
-        ("human", "Conversation:\n{history}\n\nLast question: {question}"),
-    ]
+REWRITE_MESSAGES = (
+    (
+        "system",
+        "Rewrite the user's last question so that it can be understood without the conversation, "
+        "replacing words like 'it' or 'they' with what they refer to. Reply with the question only.",
+    ),
+    ("human", "Conversation:\n{history}\n\nLast question: {question}"),
 )
+_PROMPT_MESSAGES = {"ANSWER_PROMPT": ANSWER_MESSAGES, "REWRITE_PROMPT": REWRITE_MESSAGES}
+
+
+def __getattr__(name: str):
+    """`ANSWER_PROMPT` and `REWRITE_PROMPT`, built once, when first imported or read."""
+    if name not in _PROMPT_MESSAGES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from langchain_core.prompts import ChatPromptTemplate
+
+    prompt = globals()[name] = ChatPromptTemplate.from_messages(list(_PROMPT_MESSAGES[name]))
+    return prompt
+
 
 HISTORY_TURNS = 3  # a follow-up refers to the last few turns; older ones only cost prompt tokens
 HISTORY_REPLY_CHARS = 300

@@ -30,8 +30,6 @@ from rag.embeddings import packaged_file
 from rag.errors import ConfigError, ModelError
 from rag.markers import attach_marker, split_sentences
 from rag.prompts import (
-    ANSWER_PROMPT,
-    REWRITE_PROMPT,
     accept_rewrite,
     approximate_tokens,
     fit_sources,
@@ -104,6 +102,8 @@ class ChatProvider:
     ):
         from langchain_core.output_parsers import StrOutputParser
 
+        from rag.prompts import ANSWER_PROMPT, REWRITE_PROMPT  # built on first use: see rag/prompts.py
+
         self.name = name
         self.label = f"{name}:{model_name}"
         self.answer_chain = ANSWER_PROMPT | chat_model.bind(stop=llm.stop or None) | StrOutputParser()
@@ -121,6 +121,8 @@ class ChatProvider:
 
     def prompt_sources(self, question: str, sources: list[Source]) -> list[Source]:
         """The sources as the model will see them: trimmed so the whole prompt fits the context."""
+        from rag.prompts import ANSWER_PROMPT
+
         budget = self.context_tokens
         if self.n_ctx:
             bare = ANSWER_PROMPT.format_messages(sources="", question=question)
