@@ -46,14 +46,14 @@ def main() -> int:
     for config in args.configs.split(","):
         commands = {name: ask_command(folder, config, args.question, args.data) for name, folder in checkouts.items()}
         for name, (command, env) in commands.items():
-            warm_up = subprocess.run(command, env=env, capture_output=True, text=True)
+            warm_up = subprocess.run(command, env=env, cwd=checkouts[name], capture_output=True, text=True)
             if warm_up.returncode != 0:
                 raise SystemExit(f"{name}, {config}: exit {warm_up.returncode}\n{warm_up.stderr[-2000:]}")
         times: dict[str, list[float]] = {name: [] for name in commands}
         memory: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.runs):
             for name, (command, env) in commands.items():  # alternating: both see the same load
-                seconds, peak_mib = timed_run(command, env)
+                seconds, peak_mib = timed_run(command, env, checkouts[name])
                 times[name].append(seconds)
                 memory[name].append(peak_mib)
         target = TARGETS.get(config)
@@ -72,18 +72,21 @@ def main() -> int:
 
 
 def ask_command(checkout: Path, config: str, question: str, data: Path) -> tuple[list[str], dict[str, str]]:
-    """`rag --config CONFIG ask QUESTION` running `checkout`'s code, with its own data folder."""
+    """`rag --config CONFIG ask QUESTION` running `checkout`'s code, with its own data folder.
+
+    Run with `checkout` as working directory: `python -c` puts it first on the import path.
+    """
     env = os.environ | {"PYTHONPATH": str(checkout), "XDG_DATA_HOME": str(data)}
     env.pop("RAG_CONFIG", None)
     launcher = "import sys; from rag.cli import main; sys.exit(main())"  # what the `rag` script runs
     return [sys.executable, "-c", launcher, "--config", config, "ask", question], env
 
 
-def timed_run(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+def timed_run(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
     """Wall-clock seconds and peak RSS (MiB) of one whole process."""
     with tempfile.TemporaryFile() as stderr:  # a file, not a pipe: llama.cpp's logging could fill a pipe
         started = time.perf_counter()
-        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+        process = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=stderr)
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - started
         process.returncode = os.waitstatus_to_exitcode(status)

@@ -245,6 +245,11 @@ def llamacpp_provider(settings: Settings, embeddings: Embeddings) -> Provider:
         if handle.read(4) != b"GGUF":
             raise ModelError(f"llamacpp: {path} is not a GGUF model file")
     threads = llm.n_threads or os.cpu_count() or 1
+    # llama.cpp's threads meet at a barrier after every step, and OpenMP's default has waiting threads
+    # spin: on a busy machine one descheduled thread stalls the others at each barrier. On the loaded
+    # 2-core machine a cold answer took 44 s spinning, 5.7 s passive (issue 18). Read by the OpenMP
+    # runtime when it loads, with llama_cpp, so set before the import; a user's own setting wins.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import warnings
 
