@@ -12,12 +12,13 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from langchain_core.documents import Document
-from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from rag.config import ChunkingConfig
 from rag.papers import PaperRecord
 
 if TYPE_CHECKING:
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
     from rag.embeddings import WordPieces
 
 SEPARATORS = ["\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " ", ""]
@@ -77,6 +78,9 @@ class Chunker:
 
     @lru_cache(maxsize=64)
     def _splitter(self, size: int) -> RecursiveCharacterTextSplitter:
+        # Imported here: questions read `passage` from this module and never split anything.
+        from langchain_text_splitters import RecursiveCharacterTextSplitter
+
         return RecursiveCharacterTextSplitter(
             chunk_size=size,
             chunk_overlap=min(self.config.overlap_tokens, size // 2),

@@ -15,8 +15,9 @@ from __future__ import annotations
 import re
 
 import numpy as np
+from langchain_core.embeddings import Embeddings
 
-from rag.evidence import DIGITS, NAME, SentenceVectors, source_sentences
+from rag.evidence import DIGITS, NAME, source_sentences
 from rag.markers import MARKER, attach_marker, cited_numbers, split_sentences
 from rag.results import SentenceCheck, Source
 
@@ -40,8 +41,8 @@ def tidy_sentences(sentences: list[str]) -> list[str]:
 class CitationChecker:
     """Checks and repairs the citations of an answer against its sources."""
 
-    def __init__(self, vectors: SentenceVectors, threshold: float):
-        self.vectors = vectors
+    def __init__(self, embeddings: Embeddings, threshold: float):
+        self.embeddings = embeddings  # a CachedEmbeddings: source sentences are embedded once
         self.threshold = threshold
 
     def check(self, text: str, sources: list[Source]) -> tuple[str, list[SentenceCheck]]:
@@ -67,8 +68,8 @@ class CitationChecker:
     def _support(self, sentences: list[str], sources: list[Source]) -> np.ndarray:
         """For each answer sentence and source: the best cosine similarity to one of its sentences."""
         groups = [source_sentences(source) or [source.text] for source in sources]
-        answer_vecs = np.asarray(self.vectors.embeddings.embed_documents(sentences))
-        similarity = answer_vecs @ self.vectors.of([s for group in groups for s in group]).T
+        answer_vecs = np.asarray(self.embeddings.embed_documents(sentences))
+        similarity = answer_vecs @ np.asarray(self.embeddings.embed_documents([s for group in groups for s in group])).T
         support = np.zeros((len(sentences), len(sources)))
         start = 0
         for j, group in enumerate(groups):

@@ -8,9 +8,11 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from rag.config import BUNDLED_EMBEDDING, EmbeddingConfig
@@ -85,6 +87,39 @@ def make_embeddings(config: EmbeddingConfig) -> Embeddings:
             f"embedding.backend: unknown '{config.backend}'; valid: {', '.join(EMBEDDING_BACKENDS)}"
         ) from None
     return factory(config)
+
+
+class CachedEmbeddings(Embeddings):
+    """Embeddings that remember the vectors of the texts they embedded, the most recent `size` of them.
+
+    An answer embeds its sources' sentences twice (the extractive answer ranks them, the citation
+    check compares the answer with them), and related questions bring back the same papers.
+    """
+
+    def __init__(self, embeddings: Embeddings, size: int = 20_000):  # 20,000 vectors: ~30 MB at 384 floats
+        from collections import OrderedDict
+
+        self.embeddings = embeddings
+        self.size = size
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()  # float32: what the models give
+        self._lock = threading.Lock()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        with self._lock:
+            found = {text: self._vectors[text] for text in dict.fromkeys(texts) if text in self._vectors}
+        missing = [text for text in dict.fromkeys(texts) if text not in found]
+        if missing:  # embedded outside the lock: other threads' questions go on meanwhile
+            found.update(zip(missing, np.asarray(self.embeddings.embed_documents(missing), dtype=np.float32)))
+        with self._lock:
+            for text, vector in found.items():
+                self._vectors[text] = vector
+                self._vectors.move_to_end(text)
+            while len(self._vectors) > self.size:
+                self._vectors.popitem(last=False)
+        return [found[text].tolist() for text in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embeddings.embed_query(text)
 
 
 class WordPieces:

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import math
 import re
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -100,29 +98,6 @@ class Evidence:
     score: float
 
 
-class SentenceVectors:
-    """Embeddings of source sentences, cached: the same papers come back for related questions."""
-
-    CACHED = 20_000  # about 30 MB of vectors
-
-    def __init__(self, embeddings: Embeddings):
-        self.embeddings = embeddings
-        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def of(self, sentences: list[str]) -> np.ndarray:
-        with self._lock:  # held while embedding: simpler than reconciling two callers' work
-            missing = [s for s in dict.fromkeys(sentences) if s not in self._vectors]
-            if missing:
-                self._vectors.update(zip(missing, np.asarray(self.embeddings.embed_documents(missing))))
-            found = np.stack([self._vectors[s] for s in sentences])
-            for sentence in sentences:
-                self._vectors.move_to_end(sentence)
-            while len(self._vectors) > self.CACHED:
-                self._vectors.popitem(last=False)
-        return found
-
-
 def source_sentences(source: Source) -> list[str]:
     """A source's sentences, passage by passage, in abstract order."""
     return [sentence for part in source.text.split(PASSAGE_GAP) for sentence in split_sentences(part)]
@@ -131,8 +106,8 @@ def source_sentences(source: Source) -> list[str]:
 class EvidencePicker:
     """Scores the sentences of the sources that passed refusal, and keeps the best one to three."""
 
-    def __init__(self, vectors: SentenceVectors, answer: AnswerConfig, retrieval: RetrievalConfig):
-        self.vectors = vectors
+    def __init__(self, embeddings: Embeddings, answer: AnswerConfig, retrieval: RetrievalConfig):
+        self.embeddings = embeddings  # a CachedEmbeddings: the same papers come back for related questions
         self.answer = answer
         self.retrieval = retrieval
 
@@ -170,8 +145,10 @@ class EvidencePicker:
         ]
         if not candidates:
             return []
-        question_vector = np.asarray(self.vectors.embeddings.embed_query(question))
-        similarity = self.vectors.of([sentence for _, _, sentence in candidates]) @ question_vector
+        question_vector = np.asarray(self.embeddings.embed_query(question))
+        similarity = (
+            np.asarray(self.embeddings.embed_documents([sentence for _, _, sentence in candidates])) @ question_vector
+        )
         names = {number: paper_name(sources[number - 1]) for number, _, _ in candidates}
         # A paper's name in the question picks the paper (retrieval did that); it doesn't pick a sentence.
         named = " ".join(name for name in names.values() if mentions(question, name))

@@ -7,6 +7,9 @@ one cheap look-up per query — paper count and revision — tells whether the i
 disk still describes the collection. When it does not, it is rebuilt from the collection (a few
 seconds for the full ICLR list). That also picks up an ingest done by another process.
 
+The build also records which paper each stored chunk belongs to, so that vector search asks Chroma
+for chunk ids and distances only (see `Bm25Index.paper_of`).
+
 On disk each build is a folder of its own; `current.json` names the build in use and is replaced
 atomically after the build is complete, so a reader never sees a half-written index.
 """
@@ -34,7 +37,7 @@ if TYPE_CHECKING:
     from rag.retrieval import Filters
     from rag.store import PaperIndex
 
-LEXICAL_VERSION = 3  # bump when the tokenizer or the files change, so old builds are rebuilt
+LEXICAL_VERSION = 4  # bump when the tokenizer or the files change, so old builds are rebuilt
 # Letters and digits only: "_Jump Your Steps_" (Markdown emphasis in abstracts) must give "jump".
 TOKEN = re.compile(r"[^\W_]{2,}")
 # Lucene's English stop words (bm25s' list) plus the words every question and abstract is made of:
@@ -60,12 +63,23 @@ class LexicalState:
 
 
 class Bm25Index:
-    """BM25 over "title + abstract" of each paper, with the metadata the retrieval filters need."""
+    """BM25 over "title + abstract" of each paper, with the metadata the retrieval filters need, and
+    which paper each stored chunk belongs to (so vector search need not fetch chunk metadata)."""
 
-    def __init__(self, bm25, ids: list[str], fields: dict[str, list], state: LexicalState, fingerprint: str):
+    def __init__(
+        self,
+        bm25,
+        ids: list[str],
+        fields: dict[str, list],
+        state: LexicalState,
+        fingerprint: str,
+        chunks: dict[str, list],
+    ):
         self.bm25 = bm25
         self.ids = ids
         self.row_of = {paper_id: row for row, paper_id in enumerate(ids)}
+        self.chunks = chunks  # {"ids": chunk ids, "rows": their papers' rows}: the chunks `paper_of` knows
+        self.paper_row_of_chunk = dict(zip(chunks["ids"], chunks["rows"]))
         self.state = state
         self.fingerprint = fingerprint
         self.fields = fields
@@ -73,14 +87,19 @@ class Bm25Index:
         self.area = np.asarray(fields["primary_area"], dtype=object)
         self.has_code = np.asarray(fields["has_code"], dtype=bool)
         self.authors = [authors.lower() for authors in fields["authors"]]
-        self.hash_of = dict(zip(ids, fields["content_hash"]))
         self._masks: dict[Filters, np.ndarray] = {}
 
     # -- building and files -----------------------------------------------------------------
 
     @classmethod
-    def build(cls, papers: Iterable[tuple[str, str, dict[str, Any]]], state: LexicalState) -> Bm25Index:
-        """Index (paper_id, abstract, metadata) triples, as `PaperIndex.iter_papers` yields them."""
+    def build(
+        cls,
+        papers: Iterable[tuple[str, str, dict[str, Any]]],
+        state: LexicalState,
+        chunks: Iterable[tuple[str, str, str]] = (),
+    ) -> Bm25Index:
+        """Index (paper_id, abstract, metadata) triples, as `PaperIndex.iter_papers` yields them, and
+        (chunk id, paper_id, content hash) triples, as `PaperIndex.iter_chunk_papers` does."""
         import bm25s
 
         ids, hashes, corpus = [], [], []
@@ -97,13 +116,22 @@ class Bm25Index:
         bm25 = bm25s.BM25()
         if ids:
             bm25.index(corpus, show_progress=False)
-        return cls(bm25, ids, fields, state, fingerprint(ids, hashes))
+        # Only the chunks of each paper's version held here; see `paper_of`.
+        row_of = {paper_id: row for row, paper_id in enumerate(ids)}
+        held: dict[str, list] = {"ids": [], "rows": []}
+        for chunk_id, paper_id, content_hash in chunks:
+            row = row_of.get(paper_id)
+            if row is not None and hashes[row] == content_hash:
+                held["ids"].append(chunk_id)
+                held["rows"].append(row)
+        return cls(bm25, ids, fields, state, fingerprint(ids, hashes), held)
 
     def save(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         if self.ids:
             self.bm25.save(str(folder), show_progress=False)
         (folder / "papers.json").write_text(json.dumps({"ids": self.ids, **self.fields}), encoding="utf-8")
+        (folder / "chunks.json").write_text(json.dumps(self.chunks), encoding="utf-8")
         manifest = {
             "version": LEXICAL_VERSION,
             "count": self.state.count,
@@ -124,6 +152,7 @@ class Bm25Index:
             if manifest.get("version") != LEXICAL_VERSION:
                 return None
             papers = json.loads((folder / "papers.json").read_text(encoding="utf-8"))
+            chunks = json.loads((folder / "chunks.json").read_text(encoding="utf-8"))
             bm25 = bm25s.BM25.load(str(folder), show_progress=False) if manifest["papers"] else bm25s.BM25()
         except (OSError, ValueError, KeyError):
             return None  # a build removed or replaced under us: the caller rebuilds
@@ -131,7 +160,7 @@ class Bm25Index:
         if len(ids) != manifest["papers"] or (ids and bm25.scores["num_docs"] != len(ids)):
             return None
         state = LexicalState(manifest["count"], manifest["revision"])
-        return cls(bm25, ids, papers, state, manifest["fingerprint"])
+        return cls(bm25, ids, papers, state, manifest["fingerprint"], chunks)
 
     # -- questions --------------------------------------------------------------------------
 
@@ -148,14 +177,20 @@ class Bm25Index:
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(self.ids[row], float(scores[row])) for row in top if scores[row] > 0]
 
-    def holds(self, chunk_metadata: dict[str, Any]) -> bool:
-        """Whether a chunk belongs to a complete paper, in the version this index holds.
+    def paper_of(self, chunk_id: str) -> str | None:
+        """The paper of a chunk of a complete paper, in the version this index holds; else None.
 
         Ingest writes a paper's chunks before marking it complete (and a changed paper's new chunks
         before removing its old ones), so a reader may meet chunks of a paper in between: they are
-        left out until the paper is complete, and then only its current version's are used.
+        left out until the paper is complete, and then only its current version's are used. Marking
+        a paper complete stamps a new revision, so this index is rebuilt before its chunks count.
         """
-        return self.hash_of.get(chunk_metadata.get("paper_id")) == chunk_metadata.get("content_hash")
+        row = self.paper_row_of_chunk.get(chunk_id)
+        return None if row is None else self.ids[row]
+
+    def admits(self, paper_id: str, filters: Filters) -> bool:
+        """Whether a paper matches the filters (the author substring included)."""
+        return filters.empty or bool(self.mask(filters)[self.row_of[paper_id]])
 
     def coverage(self, question: str, paper_ids: list[str]) -> dict[str, float]:
         """IDF-weighted share of the question's content terms found in each paper's title or abstract.
@@ -240,7 +275,7 @@ class LexicalStore:
     def _rebuild(self, state: LexicalState) -> Bm25Index:
         # The state is read before the papers: if an ingest writes meanwhile, the build is labelled
         # with the older state and the next question rebuilds again; it is never taken as newer.
-        built = Bm25Index.build(self.index.iter_papers(), state)
+        built = Bm25Index.build(self.index.iter_papers(), state, self.index.iter_chunk_papers())
         build = f"build-{uuid.uuid4().hex[:12]}"
         try:
             built.save(self.folder / build)

@@ -16,7 +16,7 @@ import hashlib
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 EXPORT_RECIPE = 2  # bump when the export or the quantisation changes: caches are then rebuilt
 OPSET = 17
+MAX_PADDING = 0.2  # of a batch's tokens (see OnnxEmbeddings._batches)
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 _BUILD_LOCK = threading.Lock()
 
@@ -165,6 +166,11 @@ class OnnxEmbeddings(Embeddings):
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         if threads:
             options.intra_op_num_threads = threads
+        # Idle worker threads sleep instead of spinning: a spinning thread takes a core from the other
+        # threads of this process and from other processes. With 2 threads on a loaded 2-core machine, a
+        # question embedded in 23.6 ms instead of 29.7 (p50), and ingest lost nothing (23.6 s against
+        # 25.7 for 256 chunks).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             self.session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
         except Exception as err:  # onnxruntime raises its own unnamed Fail/InvalidGraph types
@@ -184,13 +190,31 @@ class OnnxEmbeddings(Embeddings):
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         ids = self.tokenizer.ids(list(texts))
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         rows: list[np.ndarray | None] = [None] * len(ids)
-        for start in range(0, len(order), self.batch_size):
-            part = order[start : start + self.batch_size]
+        for part in self._batches(ids):
             for position, vector in zip(part, self._run([ids[i] for i in part])):
                 rows[position] = vector
         return np.stack(rows)
+
+    def _batches(self, ids: list[list[int]]) -> Iterator[list[int]]:
+        """Positions in `ids`, shortest first, in batches of at most `batch_size` whose padding
+        stays under MAX_PADDING of their tokens.
+
+        Every row of a batch is padded to its longest; the 44 sentences an extractive answer ranks
+        (14 to 59 tokens) took 75% padding in one batch, and 25% less CPU time cut this way.
+        """
+        batch: list[int] = []
+        tokens = 0
+        for position in sorted(range(len(ids)), key=lambda i: len(ids[i])):
+            width = len(ids[position])  # the longest so far: rows come shortest first
+            padded = (len(batch) + 1) * width
+            if batch and (len(batch) == self.batch_size or padded > (1 + MAX_PADDING) * (tokens + width)):
+                yield batch
+                batch, tokens = [], 0
+            batch.append(position)
+            tokens += width
+        if batch:
+            yield batch
 
     def _run(self, batch: list[list[int]]) -> np.ndarray:
         width = max(len(row) for row in batch)

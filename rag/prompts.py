@@ -12,44 +12,53 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
-from langchain_core.prompts import ChatPromptTemplate
-
 from rag.markers import split_sentences
 from rag.results import Source
 from rag.retrieval import PASSAGE_GAP
 
-ANSWER_PROMPT = ChatPromptTemplate.from_messages(
-    [
-        (
-            "system",
-            "Answer the question from the numbered excerpts in one or two short sentences that state the fact "
-            "asked for: the name, the number, the result, copied exactly. "
-            "End each sentence with the number of the excerpt it uses, like [1].",
-        ),
-        # One worked example: the 135M model copies its shape (name the method, give the number, cite).
-        # It is the same for every question, so llama.cpp reuses it from its cache instead of reading
-        # it again. A model that copies the example's facts instead is caught by the citation checker:
-        # 91% is in no real source.
-        (
-            "human",
-            "[1] TinyFlow: Small Flows\nWe propose TinyFlow, a flow model that reaches 91% accuracy on 3 datasets.\n\n"
-            "Question: How accurate is the small flow model?",
-        ),
-        ("ai", "TinyFlow reaches 91% accuracy [1]."),
-        ("human", "{sources}\n\nQuestion: {question}"),
-    ]
+# ANSWER_PROMPT and REWRITE_PROMPT, LangChain chat prompts, are built from these on first use (see
+# `__getattr__`): importing LangChain's prompt classes costs half a second that an extractive answer,
+# which prompts no model, should not wait for.
+ANSWER_MESSAGES = (
+    (
+        "system",
+        "Answer the question from the numbered excerpts in one or two short sentences that state the fact "
+        "asked for: the name, the number, the result, copied exactly. "
+        "End each sentence with the number of the excerpt it uses, like [1].",
+    ),
+    # One worked example: the 135M model copies its shape (name the method, give the number, cite).
+    # It is the same for every question, so llama.cpp reuses it from its cache instead of reading
+    # it again. A model that copies the example's facts instead is caught by the citation checker:
+    # 91% is in no real source.
+    (
+        "human",
+        "[1] TinyFlow: Small Flows\nWe propose TinyFlow, a flow model that reaches 91% accuracy on 3 datasets.\n\n"
+        "Question: How accurate is the small flow model?",
+    ),
+    ("ai", "TinyFlow reaches 91% accuracy [1]."),
+    ("human", "{sources}\n\nQuestion: {question}"),
 )
 
-REWRITE_PROMPT = ChatPromptTemplate.from_messages(
-    [
-        (
-            "system",
-            "Rewrite the user's last question so that it can be understood without the conversation, "
-            "replacing words like 'it' or 'they' with what they refer to. Reply with the question only.",
-        ),
-        ("human", "Conversation:\n{history}\n\nLast question: {question}"),
-    ]
+REWRITE_MESSAGES = (
+    (
+        "system",
+        "Rewrite the user's last question so that it can be understood without the conversation, "
+        "replacing words like 'it' or 'they' with what they refer to. Reply with the question only.",
+    ),
+    ("human", "Conversation:\n{history}\n\nLast question: {question}"),
 )
+_PROMPT_MESSAGES = {"ANSWER_PROMPT": ANSWER_MESSAGES, "REWRITE_PROMPT": REWRITE_MESSAGES}
+
+
+def __getattr__(name: str):
+    """`ANSWER_PROMPT` and `REWRITE_PROMPT`, built once, when first imported or read."""
+    if name not in _PROMPT_MESSAGES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from langchain_core.prompts import ChatPromptTemplate
+
+    prompt = globals()[name] = ChatPromptTemplate.from_messages(list(_PROMPT_MESSAGES[name]))
+    return prompt
+
 
 HISTORY_TURNS = 3  # a follow-up refers to the last few turns; older ones only cost prompt tokens
 HISTORY_REPLY_CHARS = 300

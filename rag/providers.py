@@ -27,10 +27,8 @@ from langchain_core.embeddings import Embeddings
 from rag.config import LLMConfig, Settings
 from rag.embeddings import packaged_file
 from rag.errors import ConfigError, ModelError
-from rag.evidence import EvidencePicker, SentenceVectors, extractive_answer
+from rag.evidence import EvidencePicker, extractive_answer
 from rag.prompts import (
-    ANSWER_PROMPT,
-    REWRITE_PROMPT,
     accept_rewrite,
     approximate_tokens,
     fit_sources,
@@ -86,6 +84,8 @@ class ChatProvider:
     ):
         from langchain_core.output_parsers import StrOutputParser
 
+        from rag.prompts import ANSWER_PROMPT, REWRITE_PROMPT  # built on first use: see rag/prompts.py
+
         self.name = name
         self.label = f"{name}:{model_name}"
         self.answer_chain = ANSWER_PROMPT | chat_model.bind(stop=llm.stop or None) | StrOutputParser()
@@ -103,6 +103,8 @@ class ChatProvider:
 
     def prompt_sources(self, question: str, sources: list[Source]) -> list[Source]:
         """The sources as the model will see them: trimmed so the whole prompt fits the context."""
+        from rag.prompts import ANSWER_PROMPT
+
         budget = self.context_tokens
         if self.n_ctx:
             bare = ANSWER_PROMPT.format_messages(sources="", question=question)
@@ -225,6 +227,11 @@ def llamacpp_provider(settings: Settings, embeddings: Embeddings) -> Provider:
         if handle.read(4) != b"GGUF":
             raise ModelError(f"llamacpp: {path} is not a GGUF model file")
     threads = llm.n_threads or os.cpu_count() or 1
+    # llama.cpp's threads meet at a barrier after every step, and OpenMP's default has waiting threads
+    # spin: on a busy machine one descheduled thread stalls the others at each barrier. On the loaded
+    # 2-core machine a cold answer took 44 s spinning, 5.7 s passive (issue 18). Read by the OpenMP
+    # runtime when it loads, with llama_cpp, so set before the import; a user's own setting wins.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import warnings
 
@@ -296,7 +303,7 @@ def _public_url(url: str) -> str:
 
 
 def extractive_provider(settings: Settings, embeddings: Embeddings) -> Provider:
-    return ExtractiveProvider(EvidencePicker(SentenceVectors(embeddings), settings.answer, settings.retrieval))
+    return ExtractiveProvider(EvidencePicker(embeddings, settings.answer, settings.retrieval))
 
 
 PROVIDERS: dict[str, Callable[[Settings, Embeddings], Provider]] = {

@@ -7,7 +7,10 @@ cosine similarities and BM25 scores. Every returned paper gets its best passages
 similarity, also when BM25 alone found it, so `Source.score` always means the same thing.
 
 Filters restrict both searches: Chroma `where` clauses for dense search, a mask for BM25; the
-author substring, which Chroma cannot match inside a string, is checked here on fetched chunks.
+author substring, which Chroma cannot match inside a string, is checked with the same mask.
+
+Dense search asks Chroma for chunk ids and distances only; the BM25 index knows each chunk's paper.
+Text, metadata and vectors are then fetched in one read for the few papers kept.
 """
 
 from __future__ import annotations
@@ -59,10 +62,6 @@ class Filters:
             return None
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
-    def admits(self, metadata: dict) -> bool:
-        """The author substring test, which `where()` leaves out."""
-        return not self.author or self.author.lower() in str(metadata.get("authors", "")).lower()
-
 
 class FilterSpec(BaseModel):
     """Only papers matching every field given."""
@@ -94,6 +93,7 @@ class Candidate:
 
     paper_id: str
     chunks: list[tuple[Document, float, np.ndarray]] = field(default_factory=list)
+    dense: dict[str, float] = field(default_factory=dict)  # chunk id -> cosine, for chunks dense search found
     ranks: dict[str, int] = field(default_factory=dict)
     bm25: float = 0.0
     fused: float = 0.0
@@ -125,10 +125,10 @@ class Retriever:
         rankings: dict[str, list[str]] = {}
         if config.mode in ("dense", "hybrid"):
             fetch = max(config.fetch_k, 4 * k) * (4 if filters.author else 1)
-            for doc, score, chunk_vector in self.index.query(vector.tolist(), fetch, filters.where()):
-                if filters.admits(doc.metadata) and lexical.holds(doc.metadata):
-                    paper_id = doc.metadata["paper_id"]
-                    candidates.setdefault(paper_id, Candidate(paper_id)).chunks.append((doc, score, chunk_vector))
+            for chunk_id, score in self.index.nearest(vector.tolist(), fetch, filters.where()):
+                paper_id = lexical.paper_of(chunk_id)
+                if paper_id is not None and lexical.admits(paper_id, filters):
+                    candidates.setdefault(paper_id, Candidate(paper_id)).dense[chunk_id] = score
             rankings["dense"] = list(candidates)  # Chroma returns chunks nearest first
         if config.mode in ("bm25", "hybrid"):
             found = lexical.search(question, max(config.fetch_k, 4 * k), filters)
@@ -142,21 +142,29 @@ class Retriever:
                 candidates[paper_id].fused += weights[name] / (config.rrf_k + rank)
         ranked = sorted(candidates.values(), key=lambda c: -c.fused)
         pool = ranked[: max(k, config.mmr_pool) if config.mmr else k]
-        self._score_chunks(pool, vector, lexical)
+        self._fetch_chunks(pool, vector, lexical)
         chosen = mmr(pool, k, config.mmr_lambda) if config.mmr else pool
         coverage = lexical.coverage(question, [c.paper_id for c in chosen])
         first_everywhere = sum(weights[name] / (config.rrf_k + 1) for name in rankings)
         return [self._source(c, coverage.get(c.paper_id, 0.0), first_everywhere) for c in chosen]
 
-    def _score_chunks(self, pool: list[Candidate], vector: np.ndarray, lexical: Bm25Index) -> None:
-        """Give papers found by BM25 alone their chunks, scored against the question like dense hits."""
-        missing = {c.paper_id: c for c in pool if not c.chunks}
-        for doc, chunk_vector in self.index.chunks_of(list(missing)):
-            if not lexical.holds(doc.metadata):
+    def _fetch_chunks(self, pool: list[Candidate], vector: np.ndarray, lexical: Bm25Index) -> None:
+        """The pool's chunks, in one read: for a paper dense search found, the chunks it found, with
+        their scores; for a paper found by BM25 alone, all its chunks, scored against the question
+        like dense hits."""
+        by_paper = {c.paper_id: c for c in pool}
+        for doc, chunk_vector in self.index.chunks_of(list(by_paper)):
+            candidate = by_paper.get(lexical.paper_of(doc.id))
+            if candidate is None:
                 continue  # a chunk of the paper's next version, written before the paper is marked complete
             chunk_vector = np.asarray(chunk_vector, dtype=np.float32)
-            score = float(chunk_vector @ vector / (np.linalg.norm(chunk_vector) or 1.0))
-            missing[doc.metadata["paper_id"]].chunks.append((doc, score, chunk_vector))
+            if candidate.dense:
+                if doc.id not in candidate.dense:
+                    continue
+                score = candidate.dense[doc.id]
+            else:
+                score = float(chunk_vector @ vector / (np.linalg.norm(chunk_vector) or 1.0))
+            candidate.chunks.append((doc, score, chunk_vector))
         for candidate in pool:
             candidate.chunks.sort(key=lambda hit: -hit[1])
 

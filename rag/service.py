@@ -13,16 +13,13 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
-
-from langchain_core.embeddings import Embeddings
-from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrough
+from typing import TYPE_CHECKING
 
 from rag.citations import CitationChecker, kept_text
 from rag.config import BUNDLED_SEEDS, Settings, checked_k, load_config
 from rag.errors import InputError, ModelError, RagError
 from rag.evidence import (
     EvidencePicker,
-    SentenceVectors,
     evidence_sources,
     extractive_answer,
     key_tokens,
@@ -37,6 +34,10 @@ from rag.providers import ExtractiveProvider, Provider, make_provider
 from rag.results import Answer, Source
 from rag.retrieval import Filters, Retriever, refusal_reason
 from rag.store import PaperIndex, collection_name, open_client
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.runnables import Runnable
 
 CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 log = logging.getLogger(__name__)
@@ -84,7 +85,9 @@ class RagService:
     def index(self) -> PaperIndex:
         store = self.config.vectorstore
         where = f"at {store.path}" if store.mode == "persistent" else f"on {store.host}:{store.port}"
-        index = PaperIndex(self.client, collection_name(self.config), self.embeddings, where)
+        # Chroma's file, whose stat tells of writes (PaperIndex.lexical_state); unknown for a client passed in.
+        database = store.path / "chroma.sqlite3" if self._reopenable else None
+        index = PaperIndex(self.client, collection_name(self.config), self.embeddings, where, database)
         if self._reopenable:
             self._seen_state = index.lexical_state()
         return index
@@ -112,27 +115,32 @@ class RagService:
         return Chunker(load_tokenizer(self.config.embedding), self.config.chunking)
 
     @cached_property
-    def provider(self) -> Provider:
-        return make_provider(self.config, self.embeddings)
+    def sentence_embeddings(self) -> Embeddings:
+        """The embeddings, remembering sentences: an answer and its citation check embed the same ones."""
+        from rag.embeddings import CachedEmbeddings
+
+        return CachedEmbeddings(self.embeddings)
 
     @cached_property
-    def sentence_vectors(self) -> SentenceVectors:
-        return SentenceVectors(self.embeddings)
+    def provider(self) -> Provider:
+        return make_provider(self.config, self.sentence_embeddings)
 
     @cached_property
     def picker(self) -> EvidencePicker:
-        return EvidencePicker(self.sentence_vectors, self.config.answer, self.config.retrieval)
+        return EvidencePicker(self.sentence_embeddings, self.config.answer, self.config.retrieval)
 
     @cached_property
     def checker(self) -> CitationChecker:
-        return CitationChecker(self.sentence_vectors, self.config.answer.support_threshold)
+        return CitationChecker(self.sentence_embeddings, self.config.answer.support_threshold)
 
     @cached_property
     def retrieval_chain(self) -> Runnable:
-        """LCEL: {question, history, k, filters} -> the same plus `standalone` and `sources`."""
-        return RunnablePassthrough.assign(standalone=RunnableLambda(self._standalone)) | RunnablePassthrough.assign(
-            sources=RunnableLambda(lambda x: self.retrieve(x["standalone"], x.get("k"), x.get("filters")))
-        )
+        """`find_sources` as a LangChain Runnable, for LCEL chains built around the service."""
+        # Not used to answer: LCEL's machinery (callbacks, tracers, a thread per step) costs a cold
+        # `rag ask` half a second of imports and each question a thread.
+        from langchain_core.runnables import RunnableLambda
+
+        return RunnableLambda(self.find_sources)
 
     # -- ingest -----------------------------------------------------------------------------
 
@@ -285,7 +293,7 @@ class RagService:
         """Yield answer text in pieces as the model writes it, then the final, checked `Answer`."""
         question = self.clean_question(question)
         model_failures: list[str] = []  # filled by _standalone when the model fails to rewrite
-        found = self.retrieval_chain.invoke(
+        found = self.find_sources(
             {"question": question, "history": history or [], "k": k, "filters": filters, "failures": model_failures}
         )
         sources, standalone = found["sources"], found["standalone"]
@@ -324,6 +332,15 @@ class RagService:
     def _checked(self, text: str, sources: list[Source], **fields) -> Answer:
         text, checks = self.checker.check(text, sources)
         return Answer(text=text, sources=sources, checks=checks, **fields)
+
+    def find_sources(self, inputs: dict) -> dict:
+        """{question, history, k, filters} -> the same plus `standalone` (the question made
+        self-contained) and `sources` (what retrieval found for it)."""
+        standalone = self._standalone(inputs)
+        return inputs | {
+            "standalone": standalone,
+            "sources": self.retrieve(standalone, inputs.get("k"), inputs.get("filters")),
+        }
 
     def clean_question(self, question: str) -> str:
         """The question without control characters; empty or over-long questions are an InputError."""

@@ -16,6 +16,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from langchain_core.documents import Document
@@ -29,6 +30,9 @@ from rag.papers import PaperRecord
 
 INDEX_VERSION = 1  # bump when the stored layout changes, so old indexes are never misread
 DELETE_BATCH = 500
+# A file written this recently may be written again within the same tick of the file system's clock
+# (4 ms here; whole seconds on some), leaving its stat unchanged: its stat proves nothing yet.
+SETTLED_SECONDS = 2.0
 
 
 def collection_name(config: Settings) -> str:
@@ -113,26 +117,38 @@ class ServerCalls:
 class PaperIndex:
     """Chunks and papers of one collection pair, and the operations ingest and retrieval need."""
 
-    def __init__(self, client, name: str, embeddings: Embeddings, where: str):
-        from langchain_chroma import Chroma
-
+    def __init__(self, client, name: str, embeddings: Embeddings, where: str, database: Path | None = None):
+        """`database`: the SQLite file of an on-disk client, if known (see `lexical_state`)."""
         self.name = name
         self.where = where
         self.embeddings = embeddings
         self.client = client
+        self.database = database
+        self._last_read: tuple[tuple[int, int, int], LexicalState] | None = None  # (file stat, state read)
         try:
-            self.chunks = Chroma(
-                collection_name=name,
-                embedding_function=embeddings,
-                client=client,
-                collection_metadata={"hnsw:space": "cosine"},
+            # The collections themselves, as langchain-chroma opens them (no embedding function: we
+            # pass vectors). Reads go to them directly; its `Chroma` store is built only to write
+            # (`vectorstore`), because importing it costs a question half a second of LangChain.
+            self.chunks = client.get_or_create_collection(
+                name, embedding_function=None, metadata={"hnsw:space": "cosine"}, configuration=None
             )
-            # No embedding function: entries here are looked up by id and metadata, never searched.
             self.papers = client.get_or_create_collection(f"{name}-papers", embedding_function=None)
         except StoreError:
             raise  # already names the server
         except Exception as err:
             raise StoreError(f"cannot open the index {where}: {_first_line(err)}") from None
+
+    @functools.cached_property
+    def vectorstore(self):
+        """LangChain's Chroma store over the chunk collection: embeds and writes chunks."""
+        from langchain_chroma import Chroma
+
+        return Chroma(
+            collection_name=self.name,
+            embedding_function=self.embeddings,
+            client=self.client,
+            collection_metadata={"hnsw:space": "cosine"},
+        )
 
     # -- counts ---------------------------------------------------------------------------
 
@@ -140,7 +156,7 @@ class PaperIndex:
         return self.papers.count()
 
     def chunk_count(self) -> int:
-        return self.chunks._collection.count()
+        return self.chunks.count()
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -177,6 +193,13 @@ class PaperIndex:
             page = self.papers.get(include=["documents", "metadatas"], limit=batch, offset=offset)
             yield from zip(page["ids"], page["documents"], page["metadatas"])
 
+    def iter_chunk_papers(self, batch: int = 5000) -> Iterator[tuple[str, str, str]]:
+        """(chunk id, paper_id, content hash) of every stored chunk, read in pages."""
+        for offset in range(0, self.chunk_count(), batch):
+            page = self.chunks.get(include=["metadatas"], limit=batch, offset=offset)
+            for chunk_id, meta in zip(page["ids"], page["metadatas"]):
+                yield chunk_id, str(meta.get("paper_id", "")), str(meta.get("content_hash", ""))
+
     def distinct_values(self, fields: Iterable[str], batch: int = 5000) -> dict[str, list[str]]:
         """field -> the sorted non-empty values stored papers have for it (for filter choices)."""
         values: dict[str, set[str]] = {field: set() for field in fields}
@@ -188,35 +211,50 @@ class PaperIndex:
         return {field: sorted(seen) for field, seen in values.items()}
 
     def lexical_state(self) -> LexicalState:
-        """Paper count and write revision of the papers collection: one cheap read that changes on every write."""
+        """Paper count and write revision of the papers collection: two cheap reads that change on every write.
+
+        Asked before every question. On disk, every write by any process changes Chroma's SQLite file,
+        so while the file's stat is what it was at the last read, that read still holds and Chroma is
+        not asked (two reads cost 2-4 ms of a 20 ms question). A file that changed within the last
+        SETTLED_SECONDS, or is mid-transaction, is always read again.
+        """
+        stat = self._settled_database_stat()
+        if stat is not None and self._last_read is not None and self._last_read[0] == stat:
+            return self._last_read[1]
         # Re-read: a Collection object keeps the metadata it was fetched with, and another process may write.
         metadata = self.client.get_collection(self.papers.name, embedding_function=None).metadata or {}
-        return LexicalState(self.papers.count(), str(metadata.get("revision", "")))
+        state = LexicalState(self.papers.count(), str(metadata.get("revision", "")))
+        self._last_read = None if stat is None else (stat, state)  # stat taken first: a write since changes it
+        return state
 
-    def query(self, vector: list[float], n: int, where: dict | None) -> list[tuple[Document, float, list[float]]]:
-        """The n chunks nearest a query vector: (chunk, cosine similarity, chunk vector), nearest first."""
-        found = self.chunks._collection.query(
-            query_embeddings=[vector],
-            n_results=n,
-            where=where or None,
-            include=["documents", "metadatas", "distances", "embeddings"],
-        )
-        return [
-            (Document(id=cid, page_content=doc, metadata=meta), 1.0 - distance, vec)
-            for cid, doc, meta, distance, vec in zip(
-                found["ids"][0],
-                found["documents"][0],
-                found["metadatas"][0],
-                found["distances"][0],
-                found["embeddings"][0],
-            )
-        ]
+    def _settled_database_stat(self) -> tuple[int, int, int] | None:
+        """(mtime, size, inode) of the SQLite file, or None: unknown, written just now, or being written."""
+        if self.database is None:
+            return None
+        try:
+            stat = self.database.stat()
+            if self.database.with_name(f"{self.database.name}-journal").exists():
+                return None  # a write transaction is open (Chroma keeps SQLite's rollback journal)
+        except OSError:
+            return None
+        if time.time() - stat.st_mtime < SETTLED_SECONDS:
+            return None
+        return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+
+    def nearest(self, vector: list[float], n: int, where: dict | None) -> list[tuple[str, float]]:
+        """The ids of the n chunks nearest a query vector, with their cosine similarity, nearest first.
+
+        Ids and distances only: fetching the chunks' metadata too takes four times as long, and only
+        the few chunks of the papers retrieval keeps need it (`chunks_of`).
+        """
+        found = self.chunks.query(query_embeddings=[vector], n_results=n, where=where or None, include=["distances"])
+        return [(chunk_id, 1.0 - distance) for chunk_id, distance in zip(found["ids"][0], found["distances"][0])]
 
     def chunks_of(self, paper_ids: list[str]) -> list[tuple[Document, list[float]]]:
-        """Every chunk of these papers with its vector (for papers found by BM25 alone)."""
+        """Every chunk of these papers with its vector."""
         if not paper_ids:
             return []
-        found = self.chunks._collection.get(
+        found = self.chunks.get(
             where={"paper_id": {"$in": paper_ids}}, include=["documents", "metadatas", "embeddings"]
         )
         return [
@@ -226,7 +264,7 @@ class PaperIndex:
 
     def search(self, question: str, fetch_k: int, where: dict | None) -> list[tuple[Document, float]]:
         """Chunks nearest the question with cosine similarity (1 is identical)."""
-        hits = self.chunks.similarity_search_with_score(question, k=fetch_k, filter=where or None)
+        hits = self.vectorstore.similarity_search_with_score(question, k=fetch_k, filter=where or None)
         return [(doc, 1.0 - distance) for doc, distance in hits]
 
     # -- writes -----------------------------------------------------------------------------
@@ -239,16 +277,16 @@ class PaperIndex:
     def add_chunks(self, chunks: list[Document]) -> None:
         """Embed and write chunks, in as many writes as Chroma's batch limit needs (one paper can have many)."""
         for part in _batched(chunks, self.max_batch_size):
-            self.chunks.add_documents(part, ids=[chunk.id for chunk in part])
+            self.vectorstore.add_documents(part, ids=[chunk.id for chunk in part])
 
     def remove_stale_chunks(self, paper_ids: list[str], keep: set[str]) -> int:
         """Delete the chunks of these papers whose ids are not in `keep`; returns how many."""
         removed = 0
         for part in _batched(paper_ids, DELETE_BATCH):
-            ids = self.chunks._collection.get(where={"paper_id": {"$in": part}}, include=[])["ids"]
+            ids = self.chunks.get(where={"paper_id": {"$in": part}}, include=[])["ids"]
             stale = [chunk_id for chunk_id in ids if chunk_id not in keep]
             for ids_part in _batched(stale, DELETE_BATCH):
-                self.chunks._collection.delete(ids=ids_part)
+                self.chunks.delete(ids=ids_part)
             removed += len(stale)
         return removed
 
@@ -271,10 +309,10 @@ class PaperIndex:
             return
         labels = {paper.paper_id: paper.metadata() for paper in papers}
         for part in _batched(list(labels), DELETE_BATCH):
-            found = self.chunks._collection.get(where={"paper_id": {"$in": part}}, include=["metadatas"])
+            found = self.chunks.get(where={"paper_id": {"$in": part}}, include=["metadatas"])
             if found["ids"]:
                 merged = [{**meta, **labels[meta["paper_id"]]} for meta in found["metadatas"]]
-                self.chunks._collection.update(ids=found["ids"], metadatas=merged)
+                self.chunks.update(ids=found["ids"], metadatas=merged)
         # The paper entry last, as in an ingest: a run killed before it relabels the paper again.
         stored = self.stored_metadata(list(labels))
         self.papers.update(ids=list(stored), metadatas=[{**meta, **labels[pid]} for pid, meta in stored.items()])

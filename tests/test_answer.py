@@ -6,8 +6,8 @@ import pytest
 from conftest import SEED_FILE
 
 from rag.citations import CitationChecker
+from rag.embeddings import CachedEmbeddings
 from rag.errors import InputError
-from rag.evidence import SentenceVectors
 from rag.papers import load_papers
 from rag.results import Source
 from rag.retrieval import Filters
@@ -97,7 +97,7 @@ class TestCitationChecker:
 
     @pytest.fixture
     def checker(self, embeddings):
-        return CitationChecker(SentenceVectors(embeddings), threshold=0.5)
+        return CitationChecker(CachedEmbeddings(embeddings), threshold=0.5)
 
     def test_markers_pointing_at_no_source_are_removed(self, checker):
         text, checks = checker.check("Hanabi is a cooperative card game [7].", self.SOURCES)

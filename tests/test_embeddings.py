@@ -130,3 +130,25 @@ def test_int8_retrieval_finds_the_same_seed_papers_as_torch(make_service, onnx_i
     assert int8_report["hit@1"] >= torch_report["hit@1"] - 1 / len(questions)
     assert int8_report["mrr"] >= torch_report["mrr"] - 0.02
     assert int8_report["recall@5"] >= torch_report["recall@5"] - 0.02
+
+
+def test_the_sentence_cache_gives_the_models_vectors_and_embeds_each_text_once(onnx_fp32):
+    """An answer and its citation check embed the same source sentences: the second asks the model nothing."""
+    from rag.embeddings import CachedEmbeddings
+
+    asked: list[str] = []
+
+    class Counting:  # the real model, noting what it is asked
+        def embed_documents(self, texts):
+            asked.extend(texts)
+            return onnx_fp32.embed_documents(texts)
+
+    cache = CachedEmbeddings(Counting(), size=3)
+    sentences = ["Flows over reaction templates.", "A second sentence.", "Flows over reaction templates."]
+    first = cache.embed_documents(sentences)
+    assert first == onnx_fp32.embed_documents(sentences)  # the model's float32 vectors, exactly
+    assert asked == sentences[:2]  # a repeat within one call is embedded once
+    assert cache.embed_documents(sentences[1:]) == first[1:] and asked == sentences[:2]
+    cache.embed_documents(["three", "four"])  # past `size`: the least recently used goes ("A second...")
+    cache.embed_documents(sentences)
+    assert asked[-1] == sentences[1] and asked.count(sentences[0]) == 1 and len(cache._vectors) == 3

@@ -23,8 +23,8 @@ from servers import LlamaServer, chat, echo_key_401, error, free_port, reply, sc
 
 from rag.citations import CitationChecker
 from rag.config import load_config
+from rag.embeddings import CachedEmbeddings
 from rag.errors import ConfigError, ModelError
-from rag.evidence import SentenceVectors
 from rag.markers import MARKER
 from rag.papers import load_papers
 from rag.prompts import accept_rewrite, approximate_tokens, fit_sources, format_sources
@@ -176,7 +176,7 @@ def test_a_loop_is_noticed_as_soon_as_a_long_run_repeats():
 
 
 def test_the_checker_drops_repeats_and_an_unfinished_tail(embeddings):
-    checker = CitationChecker(SentenceVectors(embeddings), threshold=0.5)
+    checker = CitationChecker(CachedEmbeddings(embeddings), threshold=0.5)
     source = seed_source("RxnFlow")
     said = "RxnFlow uses 71 reaction templates [1]. RxnFlow uses 71 reaction templates. RxnFlow uses 71 react"
     text, checks = checker.check(said, [source])

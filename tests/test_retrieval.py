@@ -228,3 +228,23 @@ def test_an_ingest_by_another_process_reaches_a_running_service(make_service, tm
     [top] = service.retrieve("wombat telemetry", k=1)
     assert top.paper_id == "w9" and top.metadata["match"]["bm25_rank"] == 1 and "wombats" in top.text
     assert service.lexical.rebuilds == 1  # rebuilt once from the papers collection, for the new state
+
+
+def test_the_per_question_freshness_check_asks_chroma_only_after_a_write(make_service, monkeypatch):
+    """While Chroma's SQLite file is unchanged (and settled), the last state read still holds."""
+    import rag.store
+
+    service = make_service()
+    service.ingest([write_jsonl(service.config.vectorstore.path.parent / "two.jsonl", listed_records()[:2])])
+    index = service.index
+    asked = []
+    get_collection = index.client.get_collection
+    monkeypatch.setattr(index.client, "get_collection", lambda *a, **kw: asked.append(a) or get_collection(*a, **kw))
+    monkeypatch.setattr(rag.store, "SETTLED_SECONDS", 0.0)  # no waiting for the file's clock to move on
+    before = index.lexical_state()
+    assert index.lexical_state() == before and len(asked) == 1
+    asked.clear()
+    service.ingest([write_jsonl(service.config.vectorstore.path.parent / "three.jsonl", listed_records()[2:3])])
+    after = index.lexical_state()
+    assert asked and after != before and after.count == 3  # the write changed the file: Chroma was asked
+    assert [source.paper_id for source in service.retrieve("Paper 02", k=3)][0] == "p02"
