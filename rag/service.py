@@ -30,7 +30,7 @@ from rag.ingest import IngestReport, ingest_papers
 from rag.lexical import LexicalState
 from rag.locks import SharedExclusiveLock
 from rag.papers import load_papers
-from rag.providers import ExtractiveProvider, Provider, make_provider
+from rag.providers import Provider, make_provider
 from rag.results import Answer, Source
 from rag.retrieval import Filters, Retriever, refusal_reason
 from rag.store import PaperIndex, collection_name, open_client
@@ -306,7 +306,7 @@ class RagService:
             yield Answer(text=refusal_text(sources), sources=sources, refused=True, refusal_reason=reason, **stamp)
             return
         extractive = extractive_answer(standalone, evidence, sources)
-        if isinstance(self.provider, ExtractiveProvider):
+        if self.config.llm.provider == "extractive":  # no model to wait for (or to fail loading)
             yield self._checked(extractive, sources, answered_by="extractive", **stamp)
             return
         try:

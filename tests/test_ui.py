@@ -59,9 +59,16 @@ def test_the_cited_sentences_are_highlighted_in_their_source(seeded):
     _, (_, answers, panel, _) = run(ChatHandlers(seeded), RXNFLOW)
     answer = answers[-1]
     marked = {text_of(m) for m in re.findall(r"<mark>(.*?)</mark>", panel)}
-    # The extractive answer quotes source sentences: each supported one is marked in its source.
+    # The extractive answer quotes source sentences (tidied, the paper named): each supported one is
+    # marked in its source.
     quoted = {MARKER.sub("", check.text).strip() for check in answer.checks if check.supported and check.cited}
-    assert quoted and quoted <= marked
+
+    def words(text: str) -> set[str]:
+        return set(re.findall(r"\w+", text.lower()))
+
+    assert quoted
+    for sentence in quoted:
+        assert max(len(words(sentence) & words(m)) / len(words(sentence)) for m in marked) >= 0.8, sentence
 
 
 def test_a_follow_up_is_asked_with_the_conversation_so_far(seeded):
