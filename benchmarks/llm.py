@@ -129,6 +129,13 @@ class TokenCounter:
         return len(self.llama.tokenize(text.encode(), add_bos=False, special=False)) if self.llama and text else 0
 
 
+def prompted(service: RagService, answer: Answer) -> list:
+    """The sources as the model saw them: each with its evidence sentences only."""
+    from rag.evidence import evidence_sources
+
+    return evidence_sources(service.picker.pick(answer.standalone_question, answer.sources), answer.sources)
+
+
 def measure(service: RagService, counter: TokenCounter, item: dict) -> dict:
     question = item["question"]
     started = time.perf_counter()
@@ -145,11 +152,14 @@ def measure(service: RagService, counter: TokenCounter, item: dict) -> dict:
         "question": question,
         "first_token_s": round(first, 3) if first is not None else None,
         "full_answer_s": round(total, 3),
-        "prompt_tokens": counter.prompt(answer.standalone_question, answer.sources) if not answer.refused else None,
+        "prompt_tokens": counter.prompt(answer.standalone_question, prompted(service, answer))
+        if not answer.refused
+        else None,
         "output_tokens": counter.output(streamed),
         "pieces": len(pieces),
         "refused": answer.refused,
         "fallback": answer.fallback,
+        "replaced": answer.replaced,
         "cites_gold": bool(set(answer.cited) & set(item["gold"])),
         "supported": sum(check.supported for check in answer.checks),
         "sentences": len(answer.checks),
@@ -163,7 +173,9 @@ HEADER = f"\n{'first s':>8} {'full s':>7} {'prompt':>6} {'out':>4} {'gold':>4} {
 
 def row_line(row: dict) -> str:
     first = f"{row['first_token_s']:.2f}" if row["first_token_s"] is not None else "-"
-    status = "REFUSED " if row["refused"] else ("FALLBACK " if row["fallback"] else "")
+    status = (
+        "REFUSED " if row["refused"] else ("FALLBACK " if row["fallback"] else "SET ASIDE " if row["replaced"] else "")
+    )
     return (
         f"{first:>8} {row['full_answer_s']:>7.2f} {row['prompt_tokens'] or '-':>6} {row['output_tokens']:>4} "
         f"{'yes' if row['cites_gold'] else 'no':>4} {row['supported']:>2}/{row['sentences']:<2}  "
@@ -173,11 +185,11 @@ def row_line(row: dict) -> str:
 
 def print_summary(rows: list[dict]) -> None:
     answered = [r for r in rows if not r["refused"]]
-    by_model = [r for r in answered if not r["fallback"]]
-    firsts = [r["first_token_s"] for r in by_model if r["first_token_s"] is not None]
+    by_model = [r for r in answered if not r["fallback"] and not r["replaced"]]
+    firsts = [r["first_token_s"] for r in answered if r["first_token_s"] is not None]
     fulls = [r["full_answer_s"] for r in answered]
-    prompts = [r["prompt_tokens"] for r in by_model if r["prompt_tokens"] is not None]
-    outputs = [r["output_tokens"] for r in by_model if r["output_tokens"] is not None]
+    prompts = [r["prompt_tokens"] for r in answered if r["prompt_tokens"] is not None]
+    outputs = [r["output_tokens"] for r in answered if r["output_tokens"] is not None]
 
     def stat(values, fn, digits=2):
         return f"{fn(values):.{digits}f}" if values else "-"
@@ -188,7 +200,7 @@ def print_summary(rows: list[dict]) -> None:
     print(f"\n| measure ({len(rows)} answerable questions) | median | p90 | max |")
     print("|---|---|---|---|")
     print(
-        f"| time to first token, s (model answers) | {stat(firsts, statistics.median)} | {stat(firsts, p90)} | "
+        f"| time to first token, s (model streams) | {stat(firsts, statistics.median)} | {stat(firsts, p90)} | "
         f"{stat(firsts, max)} |"
     )
     print(
@@ -202,7 +214,11 @@ def print_summary(rows: list[dict]) -> None:
         f"| output tokens | {stat(outputs, statistics.median, 0)} | {stat(outputs, p90, 0)} | {stat(outputs, max, 0)} |"
     )
     fallbacks = [r["fallback"] for r in rows if r["fallback"]]
-    print(f"\nrefused {len(rows) - len(answered)}, fell back {len(fallbacks)}, answered by the model {len(by_model)}")
+    replaced = sum(bool(r["replaced"]) for r in rows)
+    print(
+        f"\nrefused {len(rows) - len(answered)}, fell back {len(fallbacks)}, set aside for the extractive answer "
+        f"{replaced}, answered by the model {len(by_model)}"
+    )
     for reason in sorted(set(fallbacks)):
         print(f"  fallback x{fallbacks.count(reason)}: {reason}")
     if by_model:
