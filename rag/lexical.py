@@ -16,6 +16,7 @@ atomically after the build is complete, so a reader never sees a half-written in
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -80,6 +81,9 @@ class Bm25Index:
         self.row_of = {paper_id: row for row, paper_id in enumerate(ids)}
         self.chunks = chunks  # {"ids": chunk ids, "rows": their papers' rows}: the chunks `paper_of` knows
         self.paper_row_of_chunk = dict(zip(chunks["ids"], chunks["rows"]))
+        self.chunk_ids_of_row: dict[int, list[str]] = {}
+        for chunk_id, row in self.paper_row_of_chunk.items():
+            self.chunk_ids_of_row.setdefault(row, []).append(chunk_id)
         self.state = state
         self.fingerprint = fingerprint
         self.fields = fields
@@ -188,6 +192,11 @@ class Bm25Index:
         row = self.paper_row_of_chunk.get(chunk_id)
         return None if row is None else self.ids[row]
 
+    def chunk_ids(self, paper_id: str) -> list[str]:
+        """The ids of a paper's chunks, in the version this index holds."""
+        row = self.row_of.get(paper_id)
+        return [] if row is None else self.chunk_ids_of_row.get(row, [])
+
     def admits(self, paper_id: str, filters: Filters) -> bool:
         """Whether a paper matches the filters (the author substring included)."""
         return filters.empty or bool(self.mask(filters)[self.row_of[paper_id]])
@@ -203,18 +212,31 @@ class Bm25Index:
         if not query or not rows:
             return dict.fromkeys(rows, 0.0)
         vocab = self.bm25.vocab_dict
-        indices, indptr = self.bm25.scores["indices"], self.bm25.scores["indptr"]
-        total, found = 0.0, dict.fromkeys(rows, 0.0)
+        indices, indptr = self.postings, self.bm25.scores["indptr"]
+        wanted = np.fromiter(rows.values(), dtype=indices.dtype, count=len(rows))
+        total, found = 0.0, np.zeros(len(rows))
         for term in query:
             column = vocab.get(term)
             docs = indices[indptr[column] : indptr[column + 1]] if column is not None else indices[:0]
             weight = idf(len(self.ids), len(docs))
             total += weight
-            holding = set(docs.tolist())
-            for paper_id, row in rows.items():
-                if row in holding:
-                    found[paper_id] += weight
-        return {paper_id: weight / total for paper_id, weight in found.items()}
+            if len(docs):  # rows ascending: a binary search per paper, not a set of a common term's rows
+                at = np.minimum(np.searchsorted(docs, wanted), len(docs) - 1)
+                found += weight * (docs[at] == wanted)
+        return {paper_id: float(weight / total) for paper_id, weight in zip(rows, found)}
+
+    @functools.cached_property
+    def postings(self) -> np.ndarray:
+        """The rows holding each term (BM25's sparse matrix indices), ascending within each term.
+
+        bm25s writes them so (scipy's canonical form); checked once, and sorted if not.
+        """
+        indices, indptr = self.bm25.scores["indices"], self.bm25.scores["indptr"]
+        descents = np.flatnonzero(np.diff(indices) <= 0) + 1
+        if np.isin(descents, indptr).all():
+            return indices
+        terms_of = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+        return indices[np.lexsort((indices, terms_of))]
 
     def mask(self, filters: Filters) -> np.ndarray:
         """1.0 for papers the filters admit, 0.0 for the rest (cached per filter)."""

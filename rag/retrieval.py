@@ -9,8 +9,8 @@ similarity, also when BM25 alone found it, so `Source.score` always means the sa
 Filters restrict both searches: Chroma `where` clauses for dense search, a mask for BM25; the
 author substring, which Chroma cannot match inside a string, is checked with the same mask.
 
-Dense search asks Chroma for chunk ids and distances only; the BM25 index knows each chunk's paper.
-Text, metadata and vectors are then fetched in one read for the few papers kept.
+Dense search asks Chroma for chunk ids and distances only; the BM25 index knows each chunk's paper
+(and each paper's chunks). Text, metadata and vectors are then read by id for the few papers kept.
 """
 
 from __future__ import annotations
@@ -149,18 +149,15 @@ class Retriever:
         return [self._source(c, coverage.get(c.paper_id, 0.0), first_everywhere) for c in chosen]
 
     def _fetch_chunks(self, pool: list[Candidate], vector: np.ndarray, lexical: Bm25Index) -> None:
-        """The pool's chunks, in one read: for a paper dense search found, the chunks it found, with
-        their scores; for a paper found by BM25 alone, all its chunks, scored against the question
-        like dense hits."""
+        """The pool's chunks, in one read by id: for a paper dense search found, the chunks it found,
+        with their scores; for a paper found by BM25 alone, all its chunks (in the version `lexical`
+        holds), scored against the question like dense hits."""
         by_paper = {c.paper_id: c for c in pool}
-        for doc, chunk_vector in self.index.chunks_of(list(by_paper)):
-            candidate = by_paper.get(lexical.paper_of(doc.id))
-            if candidate is None:
-                continue  # a chunk of the paper's next version, written before the paper is marked complete
+        wanted = [chunk_id for c in pool for chunk_id in (c.dense or lexical.chunk_ids(c.paper_id))]
+        for doc, chunk_vector in self.index.chunks_by_id(wanted):
+            candidate = by_paper[lexical.paper_of(doc.id)]
             chunk_vector = np.asarray(chunk_vector, dtype=np.float32)
             if candidate.dense:
-                if doc.id not in candidate.dense:
-                    continue
                 score = candidate.dense[doc.id]
             else:
                 score = float(chunk_vector @ vector / (np.linalg.norm(chunk_vector) or 1.0))
