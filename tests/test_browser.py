@@ -7,6 +7,7 @@ it is missing the tests are skipped, except in CI (CI=true), where that is a fai
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -138,8 +139,13 @@ def test_a_question_gets_a_cited_answer_tied_to_the_sources_panel(page, app_url)
     assert first_card.locator(f'a[href="{RXNFLOW_REPO}"]').count() == 1
     assert page.locator("#rag-sources .rag-card").count() == 5
     # The sentences the answer quotes are highlighted in the passage they came from.
+    # (The answer quotes them tidied: LaTeX as text, the paper named, no leading "However,".)
     marked = first_card.locator("mark").all_inner_texts()
-    assert marked and all(sentence.rstrip(".")[:40] in answer.inner_text() for sentence in marked)
+    quoted = set(re.findall(r"\w+", answer.inner_text().lower()))
+    for sentence in marked:
+        words = set(re.findall(r"\w+", sentence.lower()))
+        assert len(words & quoted) >= 0.8 * len(words), sentence
+    assert marked
     badges.first.click()
     page.locator("#source-0-1.rag-flash").wait_for(timeout=5_000)
     screenshot(page, "ui-extractive-answer.png")
