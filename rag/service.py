@@ -307,7 +307,9 @@ class RagService:
             return
         extractive = extractive_answer(standalone, evidence, sources)
         if self.config.llm.provider == "extractive":  # no model to wait for (or to fail loading)
-            yield self._checked(extractive, sources, answered_by="extractive", **stamp)
+            answer = self._checked(extractive, sources, answered_by="extractive", **stamp)
+            yield answer.text  # streamed in one piece, as every consumer of the stream expects some text
+            yield answer
             return
         try:
             if model_failures:  # it just failed on the rewrite: don't wait for it a second time

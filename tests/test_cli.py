@@ -89,11 +89,10 @@ def test_a_refusal_says_so_in_words_and_keeps_its_figures_apart(seeded_index):
     assert data["refused"] and "threshold" in data["refusal_reason"] and "threshold" not in data["text"]
 
 
-def terminal_output(config: str, seeded_index) -> str:
-    """What `rag ask RXNFLOW` writes to a terminal (a pseudo-terminal as its stdout)."""
+def test_on_a_terminal_the_draft_is_erased_before_the_checked_answer(seeded_index):
     import pty
 
-    environment = {**os.environ, "RAG_CONFIG": config, "RAG_VECTORSTORE__PATH": str(seeded_index)}
+    environment = {**os.environ, "RAG_CONFIG": "extractive", "RAG_VECTORSTORE__PATH": str(seeded_index)}
     process_id, terminal = pty.fork()
     if process_id == 0:  # the child: `rag ask` with its stdout on a terminal
         os.execve(sys.executable, [sys.executable, "-m", "rag.cli", "ask", RXNFLOW], environment)
@@ -107,18 +106,10 @@ def terminal_output(config: str, seeded_index) -> str:
             break
         seen += chunk
     os.waitpid(process_id, 0)
-    return seen.decode().replace("\r\n", "\n")
-
-
-def test_on_a_terminal_the_model_draft_is_erased_before_the_checked_answer(seeded_index):
-    draft, _, final = terminal_output("default", seeded_index).rpartition("\x1b[J")
-    assert "\x1b[2m" in draft  # the model's words, dimmed, then erased
-    assert "\x1b[2m" not in final and "71" in final and SOURCES in final
-
-
-def test_on_a_terminal_the_extractive_answer_is_printed_once_with_no_draft(seeded_index):
-    output = terminal_output("extractive", seeded_index)
-    assert "\x1b[2m" not in output and output.count("71 reaction templates") == 1 and SOURCES in output
+    output = seen.decode().replace("\r\n", "\n")
+    draft, _, final = output.rpartition("\x1b[J")
+    assert "\x1b[2m" in draft and "71 reaction templates" in draft  # the model's words, dimmed, then erased
+    assert final.count("71 reaction templates") == 1 and SOURCES in final
 
 
 @pytest.mark.parametrize(
