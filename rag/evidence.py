@@ -149,7 +149,8 @@ class EvidencePicker:
         similarity = (
             np.asarray(self.embeddings.embed_documents([sentence for _, _, sentence in candidates])) @ question_vector
         )
-        names = {number: paper_name(sources[number - 1]) for number, _, _ in candidates}
+        numbers = sorted({number for number, _, _ in candidates})  # each source once, not once per sentence
+        names = {number: paper_name(sources[number - 1]) for number in numbers}
         # A paper's name in the question picks the paper (retrieval did that); it doesn't pick a sentence.
         named = " ".join(name for name in names.values() if mentions(question, name))
         words = rarity_weights(question, [sentence for _, _, sentence in candidates], ignore=content_stems(named))
@@ -157,7 +158,7 @@ class EvidencePicker:
         wants_result = not (wants_number or wants_name) and bool(RESULT.match(question.strip()))
         config = self.answer
         asked = content_stems(question)
-        proposals = {number: proposal_position(sources[number - 1]) for number, _, _ in candidates}
+        proposals = {number: proposal_position(sources[number - 1]) for number in numbers}
         evidence = []
         for (number, position, sentence), cosine in zip(candidates, similarity):
             score = float(cosine) + config.word_weight * covered(sentence, words)

@@ -14,6 +14,7 @@ import re
 from html import escape
 from typing import Any
 
+from rag.evidence import source_sentences
 from rag.markers import MARKER, attach_marker, split_sentences
 from rag.markup import markup_html, plain_text
 from rag.results import Answer, Source, by_relevance, safe_url
@@ -211,8 +212,7 @@ def supporting_sentences(answer: Answer) -> dict[int, set[str]]:
         for number in check.cited:
             if not 1 <= number <= len(answer.sources):
                 continue
-            passages = answer.sources[number - 1].text.split(PASSAGE_GAP)
-            candidates = [sentence for part in passages for sentence in split_sentences(part)]
+            candidates = source_sentences(answer.sources[number - 1])
             scored = [(len(words & set(WORD.findall(s.lower()))) / len(words), s) for s in candidates]
             overlap, best = max(scored, default=(0.0, ""))
             if overlap >= MIN_OVERLAP:
