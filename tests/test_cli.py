@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+from terminal import run_on_terminal
 
 pytestmark = pytest.mark.slow
 
@@ -90,25 +91,11 @@ def test_a_refusal_says_so_in_words_and_keeps_its_figures_apart(seeded_index):
 
 
 def test_on_a_terminal_the_draft_is_erased_before_the_checked_answer(seeded_index):
-    import pty
-
     environment = {**os.environ, "RAG_CONFIG": "extractive", "RAG_VECTORSTORE__PATH": str(seeded_index)}
-    process_id, terminal = pty.fork()
-    if process_id == 0:  # the child: `rag ask` with its stdout on a terminal
-        os.execve(sys.executable, [sys.executable, "-m", "rag.cli", "ask", RXNFLOW], environment)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(terminal, 4096)
-        except OSError:  # the child exited and closed the terminal
-            break
-        if not chunk:
-            break
-        seen += chunk
-    os.waitpid(process_id, 0)
-    output = seen.decode().replace("\r\n", "\n")
-    draft, _, final = output.rpartition("\x1b[J")
-    assert "\x1b[2m" in draft and "71 reaction templates" in draft  # the model's words, dimmed, then erased
+    chunks, status = run_on_terminal([sys.executable, "-m", "rag.cli", "ask", RXNFLOW], environment)
+    draft, _, final = "".join(chunks).rpartition("\x1b[J")
+    assert status == 0
+    assert "\x1b[2m" in draft and "71 reaction templates" in draft  # the draft, dimmed, then erased
     assert final.count("71 reaction templates") == 1 and SOURCES in final
 
 

@@ -20,6 +20,7 @@ from contextlib import nullcontext
 import pytest
 from conftest import SEED_FILE, settings_for
 from servers import LlamaServer, chat, echo_key_401, error, free_port, reply, scripted_server, stall
+from terminal import run_on_terminal
 
 from rag.citations import CitationChecker
 from rag.config import load_config
@@ -519,7 +520,7 @@ def test_the_same_question_through_each_shipped_config_gets_a_cited_answer(
 
 
 @pytest.mark.slow
-def test_the_cli_streams_the_answer_as_it_is_written(cli_index, llama_server):
+def test_on_a_terminal_the_cli_shows_the_model_writing_then_the_checked_answer(cli_index, llama_server):
     environment = {
         **os.environ,
         "RAG_CONFIG": "openai",
@@ -530,27 +531,11 @@ def test_the_cli_streams_the_answer_as_it_is_written(cli_index, llama_server):
         "RAG_LLM__TIMEOUT": str(REAL_MODEL_TIMEOUT),
         "RAG_LLM__CONTEXT_TOKENS": "384",
     }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "rag.cli", "ask", QUESTION],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=environment,
-    )
-    reads = []
-    while chunk := os.read(process.stdout.fileno(), 65536):
-        reads.append(chunk.decode())
-    process.wait(timeout=60)
-    output = "".join(reads)
-    assert process.returncode == 0, process.stderr.read().decode()
-    answer_part = output.split("Sources:")[0]
-    assert "[1]" in output and "the model failed" not in output
-    reads_before_sources = sum(1 for _ in _cumulative(reads) if "Sources:" not in _)
-    assert reads_before_sources >= 2, reads  # the answer arrived in more than one piece
-    assert answer_part.strip()
-
-
-def _cumulative(reads):
-    seen = ""
-    for chunk in reads:
-        seen += chunk
-        yield seen
+    chunks, status = run_on_terminal([sys.executable, "-m", "rag.cli", "ask", QUESTION], environment)
+    output = "".join(chunks)
+    assert status == 0, output
+    draft, erased, final = output.rpartition("\x1b[J")
+    assert erased, output  # the draft was shown, then erased
+    draft_reads = [chunk for chunk in chunks if "\x1b[J" not in chunk and "Sources" not in chunk]
+    assert len(draft_reads) >= 2, chunks  # the model's words arrived in more than one piece
+    assert "[1]" in final and "the model failed" not in final and "Sources" in final
