@@ -26,8 +26,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from openreview_server import FixtureServer, OpenReviewFixture  # noqa: E402
 
-from rag.config import FetchConfig  # noqa: E402
-from rag.fetch import fetch_venue  # noqa: E402
+from rag.core.config import FetchConfig  # noqa: E402
+from rag.ingest.fetch import fetch_venue  # noqa: E402
 
 VENUE = "ICLR.cc/2025/Conference"
 VENUEID = {

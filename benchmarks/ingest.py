@@ -98,7 +98,7 @@ def run_child(args: argparse.Namespace) -> dict:
     shutil.rmtree(args.keep, ignore_errors=True)
     if args.child == "textbook":
         return textbook(sample, args.keep)
-    from rag.config import with_overrides
+    from rag.core.config import with_overrides
     from rag.service import RagService
 
     embedding = {"onnx_cache": str(ROOT / ".rag" / "models")} | ({"backend": args.backends} if args.backends else {})
@@ -112,7 +112,7 @@ def run_child(args: argparse.Namespace) -> dict:
         report = service.ingest([sample])
         papers, chunks = report.papers, report.chunks
     else:
-        from rag.papers import load_papers
+        from rag.ingest.papers import load_papers
 
         texts = [chunk.page_content for paper in load_papers([sample]) for chunk in service.chunker.chunk(paper)]
         loaded = time.perf_counter()  # chunking is not the model's time
@@ -129,8 +129,8 @@ def textbook(sample: Path, folder: Path) -> dict:
     from langchain_huggingface import HuggingFaceEmbeddings
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-    from rag.config import EmbeddingConfig
-    from rag.embeddings import model_directory
+    from rag.core.config import EmbeddingConfig
+    from rag.index.embeddings import model_directory
 
     started = time.perf_counter()
     embeddings = HuggingFaceEmbeddings(

@@ -31,8 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rag.config import with_overrides  # noqa: E402
-from rag.results import Answer  # noqa: E402
+from rag.core.config import with_overrides  # noqa: E402
+from rag.core.types import Answer  # noqa: E402
 from rag.service import RagService  # noqa: E402
 
 QUESTIONS = ROOT / "tests" / "eval" / "seed_questions.jsonl"
@@ -117,7 +117,7 @@ class TokenCounter:
     def prompt(self, question: str, sources) -> int | None:
         if self.llama is None:
             return None
-        from rag.prompts import ANSWER_PROMPT, format_sources
+        from rag.answering.prompts import ANSWER_PROMPT, format_sources
 
         fitted = self.provider.prompt_sources(question, sources)
         messages = ANSWER_PROMPT.format_messages(sources=format_sources(fitted), question=question)
@@ -131,7 +131,7 @@ class TokenCounter:
 
 def prompted(service: RagService, answer: Answer) -> list:
     """The sources as the model saw them: each with its evidence sentences only."""
-    from rag.evidence import evidence_sources
+    from rag.answering.evidence import evidence_sources
 
     return evidence_sources(service.picker.pick(answer.standalone_question, answer.sources), answer.sources)
 

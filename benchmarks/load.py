@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from loadgen import RssSampler, expectations, plan, rss_mib, run_users, seed_questions, summary  # noqa: E402
 from servers import AppProcess  # noqa: E402
 
-from rag.config import BUNDLED_SEEDS, with_overrides  # noqa: E402
+from rag.core.config import BUNDLED_SEEDS, with_overrides  # noqa: E402
 from rag.service import RagService  # noqa: E402
 
 

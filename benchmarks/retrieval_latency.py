@@ -39,9 +39,9 @@ def main() -> int:
     parser.add_argument("--rebuild", action="store_true", help="also time a rebuild of the BM25 index")
     args = parser.parse_args()
 
-    from rag.config import with_overrides
+    from rag.core.config import with_overrides
     from rag.evaluate import load_questions
-    from rag.retrieval import Filters
+    from rag.retrieval.search import Filters
     from rag.service import RagService
 
     embedding = {"threads": args.threads} if args.threads else {}

@@ -12,9 +12,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from rag.config import EmbeddingConfig
-from rag.embeddings import model_directory
-from rag.papers import load_papers
+from rag.core.config import EmbeddingConfig
+from rag.index.embeddings import model_directory
+from rag.ingest.papers import load_papers
 
 COLLECTION = "textbook"
 

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rag.config import with_overrides  # noqa: E402
+from rag.core.config import with_overrides  # noqa: E402
 from rag.service import RagService  # noqa: E402
 
 QUESTIONS = ROOT / "tests" / "eval" / "seed_questions.jsonl"

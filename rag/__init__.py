@@ -25,10 +25,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rag.config import Settings
+    from rag.core.config import Settings
+    from rag.core.types import Answer, Source
     from rag.langchain import AnswerChain, PaperRetriever
-    from rag.results import Answer, Source
-    from rag.retrieval import Filters, FilterSpec
+    from rag.retrieval.search import Filters, FilterSpec
     from rag.service import RagService
 
 # No public name here may equal a submodule's: importing `rag.service` binds `rag.service` to the module.
@@ -44,7 +44,7 @@ def get_service(config: str | Settings | None = None) -> RagService:
 
     The same settings get the same service; the few most recently used are kept.
     """
-    from rag.config import load_config
+    from rag.core.config import load_config
 
     settings = load_config(config)
     key = settings.model_dump_json()

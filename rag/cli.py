@@ -15,7 +15,7 @@ from collections.abc import Sequence
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from rag.errors import RagError
+    from rag.core.errors import RagError
 
     try:
         return args.run(args)
@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_fetch_parser(commands) -> None:
-    from rag.fetch import SHORTCUTS
+    from rag.ingest.fetch import SHORTCUTS
 
     fetch = commands.add_parser("fetch", help="download a venue's abstracts from OpenReview (needs the internet)")
     sources = fetch.add_subparsers(required=True, metavar="SOURCE")
@@ -118,8 +118,8 @@ def add_fetch_parser(commands) -> None:
 
 def papers_k(text: str) -> int:
     """-k is held to the bounds of retrieval.k."""
-    from rag.config import checked_k
-    from rag.errors import InputError
+    from rag.core.config import checked_k
+    from rag.core.errors import InputError
 
     try:
         return checked_k(text)
@@ -135,7 +135,7 @@ def add_filter_options(parser: argparse.ArgumentParser) -> None:
 
 
 def filters_from(args: argparse.Namespace):
-    from rag.retrieval import Filters
+    from rag.retrieval.search import Filters
 
     return Filters(tuple(args.status), tuple(args.area), args.author, args.has_code)
 
@@ -160,8 +160,8 @@ def run_ingest(args: argparse.Namespace) -> int:
 def run_fetch(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from rag.config import load_config
-    from rag.fetch import default_output, fetch_venue, resolve_venue
+    from rag.core.config import load_config
+    from rag.ingest.fetch import default_output, fetch_venue, resolve_venue
 
     config = load_config(args.config).fetch
     venue = resolve_venue(args.venue)
@@ -197,8 +197,8 @@ def run_ask(args: argparse.Namespace) -> int:
     On a terminal the model's words show (dimmed) while it writes, and are erased when the checked
     answer is ready; piped or with --json, only the final answer is printed.
     """
-    from rag.markup import plain_text
-    from rag.results import Answer, by_relevance
+    from rag.core.markup import plain_text
+    from rag.core.types import Answer, by_relevance
 
     service = service_from(args)
     draft = TerminalDraft(sys.stdout) if sys.stdout.isatty() and not args.json else None
@@ -274,7 +274,7 @@ def run_eval(args: argparse.Namespace) -> int:
     system = ServiceSystem(service, answers=args.answers)
     missing = system.missing(questions)
     if missing and len(missing) == len({pid for q in questions for pid in q.gold}):
-        from rag.errors import InputError
+        from rag.core.errors import InputError
 
         raise InputError(f"none of the gold papers of {args.questions} is in the index; ingest their list first")
     report = evaluate(system, questions, args.k, label=args.questions, split=args.split)
@@ -329,7 +329,7 @@ def read_api_key(variable: str, host: str) -> str:
     """The bearer key the API requires beyond loopback; refusing to start without one."""
     import os
 
-    from rag.errors import ConfigError
+    from rag.core.errors import ConfigError
 
     key = os.environ.get(variable, "").strip()
     if not key:
@@ -362,7 +362,7 @@ def read_auth(variable: str | None) -> tuple[str, str] | None:
     """('user', 'password') from the named environment variable; None when no variable is named."""
     import os
 
-    from rag.errors import ConfigError
+    from rag.core.errors import ConfigError
 
     if not variable:
         return None

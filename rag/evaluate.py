@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from rag.errors import InputError
+from rag.core.errors import InputError
 from rag.facts import missing_facts
 
 if TYPE_CHECKING:
@@ -238,7 +238,7 @@ class ServiceSystem:
     """Our retrieval as configured; with `answers`, each question is also answered and citations kept."""
 
     def __init__(self, service: RagService, answers: bool = False, name: str | None = None):
-        from rag.retrieval import Filters, refusal_reason
+        from rag.retrieval.search import Filters, refusal_reason
 
         self.service = service
         self.answers = answers

@@ -15,10 +15,10 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import ConfigDict, Field
 
-from rag.config import Settings
-from rag.errors import InputError
-from rag.results import Answer, Source
-from rag.retrieval import Filters, FilterSpec, as_filters
+from rag.core.config import Settings
+from rag.core.errors import InputError
+from rag.core.types import Answer, Source
+from rag.retrieval.search import Filters, FilterSpec, as_filters
 from rag.service import RagService
 
 

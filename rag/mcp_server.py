@@ -13,8 +13,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from rag.errors import ConfigError, RagError
-from rag.retrieval import FilterSpec, as_filters
+from rag.core.errors import ConfigError, RagError
+from rag.retrieval.search import FilterSpec, as_filters
 from rag.service import RagService
 
 INSTRUCTIONS = (

@@ -15,10 +15,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rag.citations import CitationChecker, kept_text
-from rag.config import BUNDLED_SEEDS, Settings, checked_k, load_config
-from rag.errors import InputError, ModelError, RagError
-from rag.evidence import (
+from rag.answering.citations import CitationChecker, kept_text
+from rag.answering.evidence import (
     EvidencePicker,
     evidence_sources,
     extractive_answer,
@@ -26,14 +24,16 @@ from rag.evidence import (
     renumbered,
     set_aside,
 )
-from rag.ingest import IngestReport, ingest_papers
-from rag.lexical import LexicalState
-from rag.locks import SharedExclusiveLock
-from rag.papers import load_papers
-from rag.providers import Provider, make_provider
-from rag.results import Answer, Source
-from rag.retrieval import Filters, Retriever, refusal_reason
-from rag.store import PaperIndex, collection_name, open_client
+from rag.answering.providers import Provider, make_provider
+from rag.core.config import BUNDLED_SEEDS, Settings, checked_k, load_config
+from rag.core.errors import InputError, ModelError, RagError
+from rag.core.types import Answer, Source
+from rag.index.lexical import LexicalState
+from rag.index.locks import SharedExclusiveLock
+from rag.index.store import PaperIndex, collection_name, open_client
+from rag.ingest.papers import load_papers
+from rag.ingest.pipeline import IngestReport, ingest_papers
+from rag.retrieval.search import Filters, Retriever, refusal_reason
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -73,7 +73,7 @@ class RagService:
 
     @cached_property
     def embeddings(self) -> Embeddings:
-        from rag.embeddings import make_embeddings
+        from rag.index.embeddings import make_embeddings
 
         return make_embeddings(self.config.embedding)
 
@@ -95,7 +95,7 @@ class RagService:
     @cached_property
     def lexical(self):
         """The BM25 index, beside the vector index (persistent) or in a local cache (Chroma server)."""
-        from rag.lexical import LexicalStore
+        from rag.index.lexical import LexicalStore
 
         store, name = self.config.vectorstore, collection_name(self.config)
         if store.mode == "persistent":
@@ -109,15 +109,15 @@ class RagService:
 
     @cached_property
     def chunker(self):
-        from rag.chunking import Chunker
-        from rag.embeddings import load_tokenizer
+        from rag.index.embeddings import load_tokenizer
+        from rag.ingest.chunking import Chunker
 
         return Chunker(load_tokenizer(self.config.embedding), self.config.chunking)
 
     @cached_property
     def sentence_embeddings(self) -> Embeddings:
         """The embeddings, remembering sentences: an answer and its citation check embed the same ones."""
-        from rag.embeddings import CachedEmbeddings
+        from rag.index.embeddings import CachedEmbeddings
 
         return CachedEmbeddings(self.embeddings)
 
@@ -371,7 +371,7 @@ class RagService:
 def refusal_text(sources: list[Source]) -> str:
     """A refusal in a researcher's words, naming the closest papers once; the figures that decided it
     go to `Answer.refusal_reason`."""
-    from rag.markup import plain_text
+    from rag.core.markup import plain_text
 
     if not sources:
         return "No indexed abstract matches this question, so it is not answered."

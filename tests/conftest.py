@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.config import PROJECT_ROOT, Settings, with_overrides
+from rag.core.config import PROJECT_ROOT, Settings, with_overrides
 from rag.service import RagService
 
 SEED_FILE = PROJECT_ROOT / "seeds" / "000_c52ea64f75263f30.txt"
@@ -47,7 +47,7 @@ def user_environment(home: Path) -> dict[str, str]:
     import os
     import sys
 
-    from rag.config import data_dir
+    from rag.core.config import data_dir
 
     env = {name: value for name, value in os.environ.items() if not name.startswith("RAG_")}
     env["RAG_EMBEDDING__ONNX_CACHE"] = str(data_dir() / "models")
@@ -64,8 +64,8 @@ def settings_for(index_dir: Path, config: str = "extractive", **sections) -> Set
 
 @pytest.fixture(scope="session")
 def embeddings():
-    from rag.config import EmbeddingConfig
-    from rag.embeddings import make_embeddings
+    from rag.core.config import EmbeddingConfig
+    from rag.index.embeddings import make_embeddings
 
     return make_embeddings(EmbeddingConfig())
 
@@ -94,7 +94,7 @@ def llama_server(tmp_path_factory):
     GGUF on a free loopback port; started once, always stopped."""
     from servers import LlamaServer
 
-    from rag.providers import bundled_gguf
+    from rag.answering.providers import bundled_gguf
 
     with LlamaServer(bundled_gguf(), tmp_path_factory.mktemp("llama-server") / "server.log") as server:
         yield server

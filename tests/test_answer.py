@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from conftest import SEED_FILE
 
-from rag.citations import CitationChecker
-from rag.embeddings import CachedEmbeddings
-from rag.errors import InputError
-from rag.papers import load_papers
-from rag.results import Source
-from rag.retrieval import Filters
+from rag.answering.citations import CitationChecker
+from rag.core.errors import InputError
+from rag.core.types import Source
+from rag.index.embeddings import CachedEmbeddings
+from rag.ingest.papers import load_papers
+from rag.retrieval.search import Filters
 
 PAPERS = {paper.paper_id: paper for paper in load_papers([SEED_FILE])}
 

@@ -11,7 +11,7 @@ import textwrap
 import pytest
 from conftest import user_environment
 
-from rag.config import PROJECT_ROOT
+from rag.core.config import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -61,8 +61,8 @@ def test_any_mix_of_configs_calls_and_threads_gives_what_the_service_gives(seede
         f"""
         import json, threading
         import rag
-        from rag.config import load_config
-        from rag.results import Answer
+        from rag.core.config import load_config
+        from rag.core.types import Answer
         from rag.service import RagService
 
         questions = {QUESTIONS!r}
@@ -126,7 +126,7 @@ def test_a_second_service_in_the_process_sees_what_the_first_ingested(seeded_use
     result = python(
         f"""
         import rag
-        from rag.config import with_overrides
+        from rag.core.config import with_overrides
         question = "How many origami designs does the robot fold on the first try?"
         other = with_overrides("extractive", retrieval={{"k": 3}})
         before = rag.answer(question, config="extractive")

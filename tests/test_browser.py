@@ -14,7 +14,7 @@ import pytest
 from conftest import SEED_FILE, settings_for, write_jsonl
 from servers import AppProcess, free_port
 
-from rag.config import PROJECT_ROOT
+from rag.core.config import PROJECT_ROOT
 from rag.service import RagService
 
 pytestmark = pytest.mark.browser

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from conftest import SEED_FILE
 
-from rag.chunking import Chunker, passage
-from rag.config import ChunkingConfig, EmbeddingConfig
-from rag.embeddings import load_tokenizer
-from rag.papers import PaperRecord, load_papers
+from rag.core.config import ChunkingConfig, EmbeddingConfig
+from rag.index.embeddings import load_tokenizer
+from rag.ingest.chunking import Chunker, passage
+from rag.ingest.papers import PaperRecord, load_papers
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def test_word_pieces_are_those_of_the_models_transformers_tokenizer(tokenizer):
     """The `tokenizers` copy that keeps transformers off the question path gives the same ids."""
     from transformers import AutoTokenizer
 
-    from rag.embeddings import model_directory
+    from rag.index.embeddings import model_directory
 
     reference = AutoTokenizer.from_pretrained(str(model_directory(EmbeddingConfig())), local_files_only=True)
     texts = [paper.title + "\n" + paper.abstract for paper in load_papers([SEED_FILE])]

@@ -60,7 +60,7 @@ def answer_and_sources(stdout: str) -> tuple[str, list[str]]:
 
 @pytest.mark.parametrize("config", ["extractive", "default"])
 def test_piped_ask_prints_the_checked_answer_once_and_no_draft(seeded_index, config):
-    from rag.markup import plain_text
+    from rag.core.markup import plain_text
 
     checked = json.loads(rag("ask", RXNFLOW, "--json", index=seeded_index, config=config).stdout)
     result = rag("ask", RXNFLOW, index=seeded_index, config=config)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from rag.config import PROJECT_ROOT, Settings, data_dir, load_config
-from rag.errors import ConfigError
+from rag.core.config import PROJECT_ROOT, Settings, data_dir, load_config
+from rag.core.errors import ConfigError
 
 SHIPPED = sorted((PROJECT_ROOT / "configs").glob("*.yaml"))
 
@@ -62,7 +62,7 @@ def test_missing_config_file():
 
 
 def test_unknown_provider_lists_the_valid_ones(tmp_path, embeddings):
-    from rag.providers import make_provider
+    from rag.answering.providers import make_provider
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("llm:\n  provider: gpt5\n")

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from conftest import SEED_FILE, seed_abstracts, settings_for
 
-from rag.config import PROJECT_ROOT, EmbeddingConfig
-from rag.embeddings import make_embeddings, model_directory
-from rag.errors import ModelError
-from rag.papers import load_papers
+from rag.core.config import PROJECT_ROOT, EmbeddingConfig
+from rag.core.errors import ModelError
+from rag.index.embeddings import make_embeddings, model_directory
+from rag.index.store import collection_name
+from rag.ingest.papers import load_papers
 from rag.service import RagService
-from rag.store import collection_name
 
 
 @pytest.fixture(scope="session")
@@ -84,7 +84,7 @@ def test_the_export_is_built_once_and_reused(onnx_cache, onnx_int8):
 
 
 def test_a_failed_export_leaves_nothing_half_written(tmp_path, monkeypatch):
-    import rag.onnx_embeddings as onnx_embeddings
+    import rag.index.onnx as onnx_embeddings
 
     def broken_export(model_dir, path):
         path.write_bytes(b"half a model")
@@ -99,7 +99,7 @@ def test_a_failed_export_leaves_nothing_half_written(tmp_path, monkeypatch):
 def test_another_model_or_changed_weights_get_their_own_export(tmp_path):
     import shutil
 
-    from rag.onnx_embeddings import model_fingerprint
+    from rag.index.onnx import model_fingerprint
 
     bundled = model_directory(EmbeddingConfig())
     copy = shutil.copytree(bundled, tmp_path / "model")
@@ -134,7 +134,7 @@ def test_int8_retrieval_finds_the_same_seed_papers_as_torch(make_service, onnx_i
 
 def test_the_sentence_cache_gives_the_models_vectors_and_embeds_each_text_once(onnx_fp32):
     """An answer and its citation check embed the same source sentences: the second asks the model nothing."""
-    from rag.embeddings import CachedEmbeddings
+    from rag.index.embeddings import CachedEmbeddings
 
     asked: list[str] = []
 

@@ -10,11 +10,11 @@ import pytest
 from conftest import FULL_LIST, SEED_FILE, write_jsonl
 
 from rag.cli import main
-from rag.config import PROJECT_ROOT
-from rag.errors import InputError
+from rag.core.config import PROJECT_ROOT
+from rag.core.errors import InputError
 from rag.evaluate import Outcome, Question, ServiceSystem, evaluate, load_questions
 from rag.facts import contains_fact, missing_facts, normalize
-from rag.papers import load_papers
+from rag.ingest.papers import load_papers
 
 EVAL_DIR = PROJECT_ROOT / "tests" / "eval"
 SEED_QUESTIONS = EVAL_DIR / "seed_questions.jsonl"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag.citations import ungrounded
-from rag.evidence import (
+from rag.answering.citations import ungrounded
+from rag.answering.evidence import (
     Evidence,
     evidence_sources,
     extractive_answer,
@@ -15,7 +15,7 @@ from rag.evidence import (
     set_aside,
     tidy,
 )
-from rag.results import SentenceCheck, Source
+from rag.core.types import SentenceCheck, Source
 
 RXNFLOW = Source(
     "p1",

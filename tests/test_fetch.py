@@ -14,10 +14,10 @@ import pytest
 from conftest import user_environment
 from openreview_server import FixtureServer, OpenReviewFixture
 
-from rag.config import FetchConfig, data_dir
-from rag.errors import FetchError
-from rag.fetch import Venue, fetch_venue, resolve_venue
-from rag.papers import load_papers
+from rag.core.config import FetchConfig, data_dir
+from rag.core.errors import FetchError
+from rag.ingest.fetch import Venue, fetch_venue, resolve_venue
+from rag.ingest.papers import load_papers
 
 VENUE = "ICLR.cc/2025/Conference"
 
@@ -237,7 +237,7 @@ def test_without_out_it_writes_into_the_fetch_folder_of_a_new_user(server, tmp_p
 
 
 def test_shortcut_and_default_output():
-    from rag.fetch import default_output
+    from rag.ingest.fetch import default_output
 
     assert resolve_venue("ICLR2025") == VENUE and resolve_venue("COLM/2024/Conference") == "COLM/2024/Conference"
     assert default_output(VENUE, FetchConfig()) == data_dir() / "fetched" / "ICLR.cc-2025-Conference.jsonl"
@@ -245,7 +245,7 @@ def test_shortcut_and_default_output():
 
 @pytest.mark.slow
 def test_a_changed_decision_or_abstract_updates_exactly_that_paper(server, tmp_path, make_service):
-    from rag.retrieval import Filters
+    from rag.retrieval.search import Filters
 
     out, config, service = tmp_path / "iclr.jsonl", FetchConfig(openreview_url=server.url), make_service()
     fetch_venue(VENUE, out, config)

@@ -20,7 +20,7 @@ from loadgen import HOST
 from servers import free_port
 from test_cli import rag
 
-from rag.errors import InputError
+from rag.core.errors import InputError
 from rag.service import RagService
 
 pytestmark = pytest.mark.slow
@@ -88,8 +88,8 @@ def test_no_chroma_write_exceeds_the_batch_limit_the_client_reports(tmp_path):
     from langchain_core.documents import Document
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
-    from rag.config import VectorstoreConfig
-    from rag.store import PaperIndex, open_client
+    from rag.core.config import VectorstoreConfig
+    from rag.index.store import PaperIndex, open_client
 
     client = open_client(VectorstoreConfig(path=tmp_path / "index"))
     # A fake embedding for speed: this is about how the store writes, and real ingests are tested elsewhere.
@@ -156,7 +156,7 @@ def binary_file(path: Path) -> tuple[Path, set[str]]:
 def seed_text_with_a_bad_block(path: Path) -> tuple[Path, set[str]]:
     blocks = [b"Made-up list", b"First made-up abstract about robots.", b"Second \xff broken.", b"Third about cats."]
     path.write_bytes(b"\n\n".join(blocks) + b"\n")
-    from rag.papers import load_papers
+    from rag.ingest.papers import load_papers
 
     return path, {p.paper_id for p in load_papers([path]) if "broken" not in p.abstract}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import SEED_FILE, seed_abstracts, write_jsonl
 
-from rag.errors import InputError
+from rag.core.errors import InputError
 
 
 def test_seeds_ingest_once_and_a_second_run_adds_nothing(make_service):
@@ -32,7 +32,7 @@ def test_changed_text_for_a_known_id_replaces_its_chunks(make_service, tmp_path)
 
 
 def test_a_new_status_for_the_same_text_relabels_the_paper_without_embedding_again(make_service, tmp_path):
-    from rag.retrieval import Filters
+    from rag.retrieval.search import Filters
 
     service = make_service()
     records = [

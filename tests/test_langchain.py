@@ -12,10 +12,10 @@ from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 from pydantic import ValidationError
 
-from rag.errors import InputError
+from rag.core.errors import InputError
+from rag.core.types import Answer
 from rag.langchain import AnswerChain, PaperRetriever
-from rag.results import Answer
-from rag.retrieval import Filters
+from rag.retrieval.search import Filters
 
 RXNFLOW = "How many reaction templates does RxnFlow use?"
 HANABI = "Which agent learns to play Hanabi with unfamiliar partners?"

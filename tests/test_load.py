@@ -36,8 +36,8 @@ from loadgen import (
     seed_questions,
 )
 
-from rag.config import PROJECT_ROOT
-from rag.locks import SharedExclusiveLock
+from rag.core.config import PROJECT_ROOT
+from rag.index.locks import SharedExclusiveLock
 from rag.service import RagService
 
 KEY_ENV = "ABSTRACT_RAG_LOAD_TEST_KEY"
@@ -175,7 +175,7 @@ def test_the_bundled_model_serves_users_at_once_one_answer_at_a_time(seed_index,
 
 def new_papers(sample: Path, count: int) -> list[dict]:
     """The first `count` records of the full-list sample that are not one of the seed abstracts."""
-    from rag.papers import content_hash, load_papers
+    from rag.ingest.papers import content_hash, load_papers
 
     seeds = {paper.content_hash for paper in load_papers([SEED_FILE])}
     records = [json.loads(line) for line in sample.read_text(encoding="utf-8").splitlines()]

@@ -1,4 +1,4 @@
-"""Abstracts' LaTeX and Markdown shown as readable text (rag.markup), on real abstracts."""
+"""Abstracts' LaTeX and Markdown shown as readable text (rag.core.markup), on real abstracts."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 import pytest
 from conftest import FULL_LIST, seed_abstracts
 
-from rag.markup import markup_html, plain_text
+from rag.core.markup import markup_html, plain_text
 
 # What must not survive: an escaped percent, a formatting macro, math delimiters, Markdown bold.
 RAW = re.compile(r"\\%|\\textbf\{|\\emph\{|\\textit\{|\$|\*\*")

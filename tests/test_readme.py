@@ -21,7 +21,7 @@ import pytest
 from conftest import user_environment
 from markdown_it import MarkdownIt
 
-from rag.config import PROJECT_ROOT
+from rag.core.config import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from conftest import SEED_FILE, seed_abstracts, settings_for, write_jsonl
 
-from rag.config import PROJECT_ROOT, with_overrides
-from rag.retrieval import PASSAGE_GAP, Candidate, Filters, mmr
+from rag.core.config import PROJECT_ROOT, with_overrides
+from rag.retrieval.search import PASSAGE_GAP, Candidate, Filters, mmr
 from rag.service import RagService
 
 MODES = ("dense", "bm25", "hybrid")
@@ -232,7 +232,7 @@ def test_an_ingest_by_another_process_reaches_a_running_service(make_service, tm
 
 def test_the_per_question_freshness_check_asks_chroma_only_after_a_write(make_service, monkeypatch):
     """While Chroma's SQLite file is unchanged (and settled), the last state read still holds."""
-    import rag.store
+    import rag.index.store
 
     service = make_service()
     service.ingest([write_jsonl(service.config.vectorstore.path.parent / "two.jsonl", listed_records()[:2])])
@@ -240,7 +240,7 @@ def test_the_per_question_freshness_check_asks_chroma_only_after_a_write(make_se
     asked = []
     get_collection = index.client.get_collection
     monkeypatch.setattr(index.client, "get_collection", lambda *a, **kw: asked.append(a) or get_collection(*a, **kw))
-    monkeypatch.setattr(rag.store, "SETTLED_SECONDS", 0.0)  # no waiting for the file's clock to move on
+    monkeypatch.setattr(rag.index.store, "SETTLED_SECONDS", 0.0)  # no waiting for the file's clock to move on
     before = index.lexical_state()
     assert index.lexical_state() == before and len(asked) == 1
     asked.clear()

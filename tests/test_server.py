@@ -16,9 +16,9 @@ import pytest
 from conftest import FULL_LIST, SEED_FILE, settings_for, write_jsonl
 from servers import HOST, ChromaServer, free_port
 
-from rag.errors import StoreError
-from rag.papers import load_papers
-from rag.retrieval import Filters
+from rag.core.errors import StoreError
+from rag.ingest.papers import load_papers
+from rag.retrieval.search import Filters
 from rag.service import RagService
 
 pytestmark = pytest.mark.slow

@@ -12,8 +12,8 @@ import gradio as gr
 import pytest
 from conftest import FULL_LIST, SEED_FILE, settings_for, write_jsonl
 
-from rag.markers import MARKER
-from rag.results import Answer, SentenceCheck, Source
+from rag.core.markers import MARKER
+from rag.core.types import Answer, SentenceCheck, Source
 from rag.service import RagService
 from ui.app import ChatHandlers, build_app
 from ui.render import answer_html, safe_url, sources_panel_html
@@ -261,7 +261,7 @@ def test_an_app_open_beyond_this_machine_without_login_is_warned_about(host, sha
 
 def test_the_login_comes_from_the_named_environment_variable(monkeypatch):
     from rag.cli import read_auth
-    from rag.errors import ConfigError
+    from rag.core.errors import ConfigError
 
     assert read_auth(None) is None
     monkeypatch.setenv("UI_LOGIN", "reader:pa:ss")

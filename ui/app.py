@@ -15,9 +15,9 @@ from typing import Any
 import gradio as gr
 from pydantic import BaseModel, ValidationError
 
-from rag.errors import RagError
-from rag.results import Answer
-from rag.retrieval import Filters
+from rag.core.errors import RagError
+from rag.core.types import Answer
+from rag.retrieval.search import Filters
 from rag.service import RagService
 from ui.render import (
     answer_html,

@@ -23,10 +23,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from rag.config import config_names
-from rag.errors import InputError, RagError, StoreError
-from rag.results import Answer
-from rag.retrieval import FilterSpec, as_filters
+from rag.core.config import config_names
+from rag.core.errors import InputError, RagError, StoreError
+from rag.core.types import Answer
+from rag.retrieval.search import FilterSpec, as_filters
 from rag.service import RagService
 from ui.slots import AnswerSlots, QueueFull
 

@@ -1,7 +1,7 @@
 """Turn `Answer`s into what the page shows: HTML built from escaped text, and JSON for the API.
 
 Abstracts, titles, links and model output are all untrusted. Every piece of them goes through
-`html.escape` before it meets markup built here (`rag.markup.markup_html` escapes the text it made
+`html.escape` before it meets markup built here (`rag.core.markup.markup_html` escapes the text it made
 of the LaTeX, then adds only `<strong>`/`<em>` for emphasis), links are kept only when they are
 http(s), and the only markup added is ours (citation badges, source cards, highlights). The chat
 renders these strings as HTML without Markdown, so `[text](javascript:…)`, `<img onerror=…>` or a
@@ -14,11 +14,11 @@ import re
 from html import escape
 from typing import Any
 
-from rag.evidence import source_sentences
-from rag.markers import MARKER, attach_marker, split_sentences
-from rag.markup import markup_html, plain_text
-from rag.results import Answer, Source, by_relevance, safe_url
-from rag.retrieval import PASSAGE_GAP
+from rag.answering.evidence import source_sentences
+from rag.core.markers import MARKER, attach_marker, split_sentences
+from rag.core.markup import markup_html, plain_text
+from rag.core.types import Answer, Source, by_relevance, safe_url
+from rag.retrieval.search import PASSAGE_GAP
 
 WORD = re.compile(r"[a-z0-9]+")
 # Below this share of an answer sentence's words found in a source sentence, nothing is highlighted:

@@ -22,15 +22,15 @@ import numpy as np
 from langchain_core.documents import Document
 from pydantic import BaseModel, ConfigDict, Field
 
-from rag.chunking import passage
-from rag.config import RetrievalConfig
-from rag.results import Source, safe_links
+from rag.core.config import RetrievalConfig
+from rag.core.types import Source, safe_links
+from rag.ingest.chunking import passage
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
-    from rag.lexical import Bm25Index, LexicalState, LexicalStore
-    from rag.store import PaperIndex
+    from rag.index.lexical import Bm25Index, LexicalState, LexicalStore
+    from rag.index.store import PaperIndex
 
 CHUNK_FIELDS = ("chunk", "start", "end", "prefix_chars", "content_hash")
 PASSAGE_GAP = " … "

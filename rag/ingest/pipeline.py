@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import islice
 
-from rag.chunking import Chunker
-from rag.errors import InputError
-from rag.papers import SEED_ID_PREFIX, LoadProblem, PaperRecord
-from rag.store import PaperIndex
+from rag.core.errors import InputError
+from rag.index.store import PaperIndex
+from rag.ingest.chunking import Chunker
+from rag.ingest.papers import SEED_ID_PREFIX, LoadProblem, PaperRecord
 
 
 @dataclass

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rag.config import IngestConfig
-from rag.errors import InputError
+from rag.core.config import IngestConfig
+from rag.core.errors import InputError
 
 PROPOSAL = re.compile(r"\b(?:we|this (?:paper|work))\s+(?:propose|present|introduce|develop)s?\b", re.IGNORECASE)
 GITHUB_URL = re.compile(r"https?://(?:www\.)?github\.com/[\w.-]+(?:/[\w.-]+)?", re.IGNORECASE)

@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rag.errors import StoreError
+from rag.core.errors import StoreError
 
 if TYPE_CHECKING:
-    from rag.retrieval import Filters
-    from rag.store import PaperIndex
+    from rag.index.store import PaperIndex
+    from rag.retrieval.search import Filters
 
 LEXICAL_VERSION = 4  # bump when the tokenizer or the files change, so old builds are rebuilt
 # Letters and digits only: "_Jump Your Steps_" (Markdown emphasis in abstracts) must give "jump".

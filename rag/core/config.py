@@ -17,9 +17,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from rag.errors import ConfigError, InputError
+from rag.core.errors import ConfigError, InputError
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONFIG_DIRS = (Path("configs"), PROJECT_ROOT / "configs")
 BUNDLED_SEEDS = PROJECT_ROOT / "seeds"
 BUNDLED_EMBEDDING = "all-MiniLM-L6-v2"
@@ -137,7 +137,7 @@ class RetrievalConfig(Section):
 
 
 class LLMConfig(Section):
-    provider: str = Field("extractive", description="Name of an answer provider (see rag.providers).")
+    provider: str = Field("extractive", description="Name of an answer provider (see rag.answering.providers).")
     fallback: Literal["extractive", "none"] = Field(
         "extractive", description="What answers when the model fails: the extractive answerer, or nothing."
     )
@@ -165,7 +165,7 @@ class LLMConfig(Section):
 
 class AnswerConfig(Section):
     max_question_chars: int = Field(2000, ge=1, description="Longer questions are rejected with a message.")
-    # Evidence first (rag/evidence.py): the sentences that answer, picked before any model writes.
+    # Evidence first (rag/answering/evidence.py): the sentences that answer, picked before any model writes.
     # Defaults set on the dev splits of tests/eval/ with `rag eval --answers` (docs/answers.md).
     evidence_sentences: int = Field(3, ge=1, description="Most sentences an answer is built from.")
     evidence_margin: float = Field(

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 
 from langchain_core.documents import Document
 
-from rag.config import ChunkingConfig
-from rag.papers import PaperRecord
+from rag.core.config import ChunkingConfig
+from rag.ingest.papers import PaperRecord
 
 if TYPE_CHECKING:
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-    from rag.embeddings import WordPieces
+    from rag.index.embeddings import WordPieces
 
 SEPARATORS = ["\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " ", ""]
 MAX_TITLE_TOKENS = 48

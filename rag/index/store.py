@@ -22,11 +22,11 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from rag.config import Settings, VectorstoreConfig
-from rag.embeddings import model_label
-from rag.errors import StoreError
-from rag.lexical import LexicalState
-from rag.papers import PaperRecord
+from rag.core.config import Settings, VectorstoreConfig
+from rag.core.errors import StoreError
+from rag.index.embeddings import model_label
+from rag.index.lexical import LexicalState
+from rag.ingest.papers import PaperRecord
 
 INDEX_VERSION = 1  # bump when the stored layout changes, so old indexes are never misread
 DELETE_BATCH = 500

@@ -26,12 +26,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from rag.config import AnswerConfig, RetrievalConfig
-from rag.markers import MARKER, attach_marker, format_marker, split_sentences
-from rag.markup import plain_text
-from rag.prompts import content_stems
-from rag.results import SentenceCheck, Source
-from rag.retrieval import PASSAGE_GAP, refusal_reason
+from rag.answering.prompts import content_stems
+from rag.core.config import AnswerConfig, RetrievalConfig
+from rag.core.markers import MARKER, attach_marker, format_marker, split_sentences
+from rag.core.markup import plain_text
+from rag.core.types import SentenceCheck, Source
+from rag.retrieval.search import PASSAGE_GAP, refusal_reason
 
 HOW_MUCH = re.compile(
     r"\b(how (many|much|large|big|long|fast|often|far|small)|what (percentage|fraction|proportion|share|size|number)|"

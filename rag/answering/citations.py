@@ -17,9 +17,9 @@ import re
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from rag.evidence import DIGITS, NAME, source_sentences
-from rag.markers import MARKER, attach_marker, cited_numbers, split_sentences
-from rag.results import SentenceCheck, Source
+from rag.answering.evidence import DIGITS, NAME, source_sentences
+from rag.core.markers import MARKER, attach_marker, cited_numbers, split_sentences
+from rag.core.types import SentenceCheck, Source
 
 FINISHED = re.compile(r"[.!?:;)\]\"'”’]\s*$")
 LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s")

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from rag.errors import ModelError
+from rag.core.errors import ModelError
 
 if TYPE_CHECKING:
-    from rag.embeddings import WordPieces
+    from rag.index.embeddings import WordPieces
 
 EXPORT_RECIPE = 2  # bump when the export or the quantisation changes: caches are then rebuilt
 OPSET = 17

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rag.errors import ConfigError, FetchError
+from rag.core.errors import ConfigError, FetchError
 
 if TYPE_CHECKING:
-    from rag.config import FetchConfig
+    from rag.core.config import FetchConfig
 
 # Short names for the venues people fetch most; `rag fetch openreview VENUE_ID` takes any other.
 SHORTCUTS = {"iclr2025": "ICLR.cc/2025/Conference"}

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from rag.config import BUNDLED_EMBEDDING, EmbeddingConfig
-from rag.errors import ConfigError
+from rag.core.config import BUNDLED_EMBEDDING, EmbeddingConfig
+from rag.core.errors import ConfigError
 
 
 def packaged_file(package: str, relative: str) -> Path:
@@ -66,7 +66,7 @@ def sentence_transformer_embeddings(config: EmbeddingConfig) -> Embeddings:
 
 def onnx_embeddings(config: EmbeddingConfig, quantized: bool = False) -> Embeddings:
     """The same model through ONNX Runtime: fp32 (the torch vectors) or int8 (faster, vectors move slightly)."""
-    from rag.onnx_embeddings import OnnxEmbeddings, onnx_model_file
+    from rag.index.onnx import OnnxEmbeddings, onnx_model_file
 
     model_file = onnx_model_file(model_directory(config), config.onnx_cache, quantized)
     return OnnxEmbeddings(model_file, load_tokenizer(config), config.batch_size, config.threads)

@@ -2,7 +2,7 @@
 
 The answer prompt is kept short on purpose: the default model has 135M parameters, and it answers
 best from a few sentences with a plain instruction. It is given the evidence sentences
-(rag/evidence.py), not whole passages. Sources are trimmed
+(rag/answering/evidence.py), not whole passages. Sources are trimmed
 to a token budget (best passages first) so the prompt always fits the model's context window.
 """
 
@@ -12,9 +12,9 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
-from rag.markers import split_sentences
-from rag.results import Source
-from rag.retrieval import PASSAGE_GAP
+from rag.core.markers import split_sentences
+from rag.core.types import Source
+from rag.retrieval.search import PASSAGE_GAP
 
 # ANSWER_PROMPT and REWRITE_PROMPT, LangChain chat prompts, are built from these on first use (see
 # `__getattr__`): importing LangChain's prompt classes costs half a second that an extractive answer,

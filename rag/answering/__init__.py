@@ -1,0 +1,1 @@
+"""From sources to a cited answer: evidence sentences, prompts, the model providers, citation checking."""

@@ -1,0 +1,1 @@
+"""What every stage shares: the types (Source, Answer), configuration, errors, citation markers and markup."""
