@@ -108,7 +108,7 @@ class RetrievalConfig(Section):
     )
     passages_per_paper: int = Field(2, ge=1, description="Best passages kept for each paper.")
     # 5 and 2 were chosen on the dev split of tests/eval/researcher_questions.jsonl (MRR 0.949 against 0.878
-    # for the usual 60 and 1); every setting tried scores 1.0 on the other sets' dev splits. See README.
+    # for the usual 60 and 1); every setting tried scores 1.0 on the other sets' dev splits. See docs/evaluation.md.
     rrf_k: int = Field(5, ge=1, description="Reciprocal rank fusion constant: a paper scores weight / (rrf_k + rank).")
     bm25_weight: float = Field(2.0, ge=0, description="Weight of the BM25 ranking in fusion; the dense one has 1.")
     mmr: bool = Field(False, description="Diversify the k papers by maximal marginal relevance.")
@@ -132,7 +132,7 @@ class RetrievalConfig(Section):
         description="Refuse when the evidence for the best paper is below this. Evidence = the best passage's "
         "cosine similarity + the IDF-weighted share of the question's content words found in the paper's "
         "title and abstract (0..2). 0.9 was chosen on the dev split of tests/eval/seed_questions.jsonl "
-        "(refuses 6/7 unanswerable, 1/26 answerable; see README).",
+        "(refuses 6/7 unanswerable, 1/26 answerable; see docs/evaluation.md).",
     )
 
 

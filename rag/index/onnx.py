@@ -4,7 +4,7 @@ The export is made from the local weights on first use and kept in a cache folde
 derived from the model's files and the export recipe, so a changed model or recipe gets a new
 export and never a stale one. The graph takes token ids and returns the normalised mean-pooled
 sentence vector, exactly what the model's sentence-transformers pipeline computes (cosine to the
-torch vectors > 0.9999; the int8 one stays >= 0.98 per text, ~0.993 on average; see README).
+torch vectors > 0.9999; the int8 one stays >= 0.98 per text, ~0.993 on average; see docs/operations.md).
 
 Why not sentence-transformers' own ONNX backend: it needs `optimum`, whose releases pin a
 `transformers` that cannot coexist with Gradio 6.
