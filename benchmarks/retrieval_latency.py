@@ -40,8 +40,8 @@ def main() -> int:
     args = parser.parse_args()
 
     from rag.core.config import with_overrides
+    from rag.core.filters import Filters
     from rag.evaluate import load_questions
-    from rag.retrieval.search import Filters
     from rag.service import RagService
 
     embedding = {"threads": args.threads} if args.threads else {}

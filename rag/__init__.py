@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rag.core.config import Settings
+    from rag.core.filters import Filters, FilterSpec
     from rag.core.types import Answer, Source
     from rag.langchain import AnswerChain, PaperRetriever
-    from rag.retrieval.search import Filters, FilterSpec
     from rag.service import RagService
 
 # No public name here may equal a submodule's: importing `rag.service` binds `rag.service` to the module.

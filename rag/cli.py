@@ -128,16 +128,24 @@ def papers_k(text: str) -> int:
 
 
 def add_filter_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--status", action="append", default=[], help="only papers with this status (repeatable)")
-    parser.add_argument("--area", action="append", default=[], help="only papers of this primary area (repeatable)")
-    parser.add_argument("--author", default="", help="only papers with an author name containing this")
-    parser.add_argument("--has-code", action="store_true", default=None, help="only papers that link to GitHub")
+    """One option per field of `Filters`, from its declaration."""
+    from rag.core.filters import FIELDS
+
+    for spec in FIELDS:
+        if spec.match == "one_of":
+            parser.add_argument(
+                spec.option, dest=spec.name, action="append", default=[], help=f"{spec.help} (repeatable)"
+            )
+        elif spec.match == "equals":
+            parser.add_argument(spec.option, dest=spec.name, action=argparse.BooleanOptionalAction, help=spec.help)
+        else:
+            parser.add_argument(spec.option, dest=spec.name, default="", help=spec.help)
 
 
 def filters_from(args: argparse.Namespace):
-    from rag.retrieval.search import Filters
+    from rag.core.filters import FIELDS, Filters
 
-    return Filters(tuple(args.status), tuple(args.area), args.author, args.has_code)
+    return Filters.of(**{spec.name: getattr(args, spec.name) for spec in FIELDS})
 
 
 def service_from(args: argparse.Namespace):

@@ -238,7 +238,8 @@ class ServiceSystem:
     """Our retrieval as configured; with `answers`, each question is also answered and citations kept."""
 
     def __init__(self, service: RagService, answers: bool = False, name: str | None = None):
-        from rag.retrieval.search import Filters, refusal_reason
+        from rag.core.filters import Filters
+        from rag.retrieval.refusal import refusal_reason
 
         self.service = service
         self.answers = answers

@@ -17,8 +17,8 @@ from pydantic import ConfigDict, Field
 
 from rag.core.config import Settings
 from rag.core.errors import InputError
+from rag.core.filters import Filters, FilterSpec, as_filters
 from rag.core.types import Answer, Source
-from rag.retrieval.search import Filters, FilterSpec, as_filters
 from rag.service import RagService
 
 

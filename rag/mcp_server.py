@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from rag.core.errors import ConfigError, RagError
-from rag.retrieval.search import FilterSpec, as_filters
+from rag.core.filters import FilterSpec, as_filters
 from rag.service import RagService
 
 INSTRUCTIONS = (

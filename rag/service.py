@@ -27,13 +27,15 @@ from rag.answering.evidence import (
 from rag.answering.providers import Provider, make_provider
 from rag.core.config import BUNDLED_SEEDS, Settings, checked_k, load_config
 from rag.core.errors import InputError, ModelError, RagError
+from rag.core.filters import PICKERS, Filters
 from rag.core.types import Answer, Source
 from rag.index.lexical import LexicalState
 from rag.index.locks import SharedExclusiveLock
 from rag.index.store import PaperIndex, collection_name, open_client
 from rag.ingest.papers import load_papers
 from rag.ingest.pipeline import IngestReport, ingest_papers
-from rag.retrieval.search import Filters, Retriever, refusal_reason
+from rag.retrieval.refusal import refusal_reason
+from rag.retrieval.search import Retriever
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -218,9 +220,10 @@ class RagService:
         }
 
     def filter_choices(self) -> dict[str, list[str]]:
-        """The statuses and primary areas stored papers have: what retrieval `Filters` can select."""
+        """For each filter with a picker (status, primary area), the values stored papers have."""
         with self.reading():
-            return self.index.distinct_values(("status", "primary_area"))
+            stored = self.index.distinct_values(spec.stored for spec in PICKERS)
+        return {spec.name: stored[spec.stored] for spec in PICKERS}
 
     # -- an index other processes write to ------------------------------------------------
 

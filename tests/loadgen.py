@@ -87,7 +87,7 @@ def expectations(
     With `text`, each question is answered and kept only when the answer cites and needs no
     fallback; its text is kept: a deterministic model (temperature 0) must give it again under load.
     """
-    from rag.retrieval.search import refusal_reason
+    from rag.retrieval.refusal import refusal_reason
 
     def on_topic(sources) -> bool:
         return not refusal_reason(sources, service.config.retrieval) and sources[0].paper_id == gold

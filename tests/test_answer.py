@@ -7,10 +7,10 @@ from conftest import SEED_FILE
 
 from rag.answering.citations import CitationChecker
 from rag.core.errors import InputError
+from rag.core.filters import Filters
 from rag.core.types import Source
 from rag.index.embeddings import CachedEmbeddings
 from rag.ingest.papers import load_papers
-from rag.retrieval.search import Filters
 
 PAPERS = {paper.paper_id: paper for paper in load_papers([SEED_FILE])}
 

@@ -68,3 +68,16 @@ def test_unknown_provider_lists_the_valid_ones(tmp_path, embeddings):
     bad.write_text("llm:\n  provider: gpt5\n")
     with pytest.raises(ConfigError, match=r"unknown provider 'gpt5'; valid: llamacpp, openai, extractive"):
         make_provider(load_config(bad), embeddings)
+
+
+def test_a_retrieval_stage_is_checked_when_the_config_loads(tmp_path):
+    unknown, bad_option = tmp_path / "unknown.yaml", tmp_path / "option.yaml"
+    unknown.write_text("retrieval:\n  stages: [{name: rerank}]\n")
+    bad_option.write_text("retrieval:\n  stages: [{name: mmr, weight: 3}]\n")
+    with pytest.raises(ConfigError, match=r"unknown.yaml: retrieval.stages.0: .*unknown retrieval stage 'rerank'.*mmr"):
+        load_config(unknown)
+    with pytest.raises(
+        ConfigError, match=r"option.yaml: retrieval.stages.0.weight: Input should be less than or equal to 1"
+    ):
+        load_config(bad_option)
+    assert load_config("default").retrieval.stages == []

@@ -245,7 +245,7 @@ def test_shortcut_and_default_output():
 
 @pytest.mark.slow
 def test_a_changed_decision_or_abstract_updates_exactly_that_paper(server, tmp_path, make_service):
-    from rag.retrieval.search import Filters
+    from rag.core.filters import Filters
 
     out, config, service = tmp_path / "iclr.jsonl", FetchConfig(openreview_url=server.url), make_service()
     fetch_venue(VENUE, out, config)

@@ -32,7 +32,7 @@ def test_changed_text_for_a_known_id_replaces_its_chunks(make_service, tmp_path)
 
 
 def test_a_new_status_for_the_same_text_relabels_the_paper_without_embedding_again(make_service, tmp_path):
-    from rag.retrieval.search import Filters
+    from rag.core.filters import Filters
 
     service = make_service()
     records = [

@@ -13,9 +13,9 @@ from langchain_tests.integration_tests import RetrieversIntegrationTests
 from pydantic import ValidationError
 
 from rag.core.errors import InputError
+from rag.core.filters import Filters
 from rag.core.types import Answer
 from rag.langchain import AnswerChain, PaperRetriever
-from rag.retrieval.search import Filters
 
 RXNFLOW = "How many reaction templates does RxnFlow use?"
 HANABI = "Which agent learns to play Hanabi with unfamiliar partners?"

@@ -28,10 +28,10 @@ from rag.answering.providers import bundled_gguf, looping, make_provider, unusab
 from rag.core.config import load_config
 from rag.core.errors import ConfigError, ModelError
 from rag.core.markers import MARKER
+from rag.core.types import PASSAGE_GAP as GAP
 from rag.core.types import Answer, Source
 from rag.index.embeddings import CachedEmbeddings
 from rag.ingest.papers import load_papers
-from rag.retrieval.search import PASSAGE_GAP as GAP
 from rag.service import RagService
 
 QUESTION = "How many reaction templates does RxnFlow use?"

@@ -13,7 +13,10 @@ import pytest
 from conftest import SEED_FILE, seed_abstracts, settings_for, write_jsonl
 
 from rag.core.config import PROJECT_ROOT, with_overrides
-from rag.retrieval.search import PASSAGE_GAP, Candidate, Filters, mmr
+from rag.core.filters import Filters
+from rag.core.types import PASSAGE_GAP
+from rag.retrieval.search import Candidate
+from rag.retrieval.stages.mmr import mmr
 from rag.service import RagService
 
 MODES = ("dense", "bm25", "hybrid")
@@ -138,9 +141,43 @@ def test_mmr_skips_a_near_duplicate_for_a_different_paper():
 
 def test_mmr_in_the_service_keeps_the_top_paper_and_returns_k_distinct_papers(listed):
     plain = in_mode(listed, "hybrid").retrieve("privacy attacks on models", k=4)
-    diverse = in_mode(listed, "hybrid", mmr=True, mmr_lambda=0.3).retrieve("privacy attacks on models", k=4)
+    mmr_stage = {"name": "mmr", "weight": 0.3}
+    diverse = in_mode(listed, "hybrid", stages=[mmr_stage]).retrieve("privacy attacks on models", k=4)
     assert diverse[0].paper_id == plain[0].paper_id
     assert len({source.paper_id for source in diverse}) == 4
+    assert [s.paper_id for s in diverse] != [s.paper_id for s in plain]  # the stage ran
+
+
+REVERSE_STAGE = """
+from pydantic import BaseModel
+
+
+class Options(BaseModel):
+    pool: int = 6
+
+
+class Stage:
+    def __init__(self, options):
+        self.options = options
+
+    def pool(self, k):
+        return self.options.pool
+
+    def __call__(self, question, candidates, k):
+        return candidates[::-1]
+"""
+
+
+def test_a_new_stage_is_one_module_and_one_config_entry(listed, tmp_path, monkeypatch):
+    import rag.retrieval.stages as stages
+
+    (tmp_path / "reverse.py").write_text(REVERSE_STAGE)
+    monkeypatch.setattr(stages, "__path__", [*stages.__path__, str(tmp_path)])
+    monkeypatch.delitem(sys.modules, "rag.retrieval.stages.reverse", raising=False)
+    question = "privacy attacks on models"
+    plain = in_mode(listed, "hybrid").retrieve(question, k=6)
+    reversed_ = in_mode(listed, "hybrid", stages=[{"name": "reverse"}]).retrieve(question, k=3)
+    assert [s.paper_id for s in reversed_] == [s.paper_id for s in plain[::-1][:3]]
 
 
 # -- the BM25 index in step with ingestion ---------------------------------------------------------

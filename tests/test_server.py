@@ -17,8 +17,8 @@ from conftest import FULL_LIST, SEED_FILE, settings_for, write_jsonl
 from servers import HOST, ChromaServer, free_port
 
 from rag.core.errors import StoreError
+from rag.core.filters import Filters
 from rag.ingest.papers import load_papers
-from rag.retrieval.search import Filters
 from rag.service import RagService
 
 pytestmark = pytest.mark.slow

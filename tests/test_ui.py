@@ -22,9 +22,9 @@ RXNFLOW = "How does RxnFlow keep generated molecules synthesizable?"
 TAG = re.compile(r"<[^>]+>")
 
 
-def run(handlers: ChatHandlers, question: str, answers=None, chat=None, **filters):
-    """All steps a question streams to the page, and the last one."""
-    steps = list(handlers.respond(question, chat or [], answers or [], **filters))
+def run(handlers: ChatHandlers, question: str, answers=None, chat=None, picked=()):
+    """All steps a question streams to the page (with the filter pickers' values), and the last one."""
+    steps = list(handlers.respond(question, chat or [], answers or [], *picked))
     return steps, steps[-1]
 
 
@@ -220,7 +220,7 @@ def test_filters_come_from_the_index_and_restrict_the_sources(tmp_path, make_ser
     assert choices["status"] == ["Oral", "Poster", "Reject"]
     assert set(choices["primary_area"]) == {r["primary_area"] for r in records}
     question = records[0]["title"]
-    _, (_, answers, panel, _) = run(ChatHandlers(service), question, statuses=["Oral"])
+    _, (_, answers, panel, _) = run(ChatHandlers(service), question, picked=[["Oral"], []])
     assert answers[-1].sources and {s.metadata["status"] for s in answers[-1].sources} == {"Oral"}
     assert "Reject" not in text_of(panel) and "Poster" not in text_of(panel)
 
@@ -345,8 +345,9 @@ def test_the_seeded_sources_panel_shows_relevance_in_rank_order(seeded):
 def test_overlapping_passages_show_each_sentence_once():
     from ui.render import passage_html
 
-    text = "One is here. Two is there. … Two is there. Three ends it. … Far away."
     spans = [{"start": 0, "end": 26}, {"start": 13, "end": 42}, {"start": 90, "end": 100}]
-    shown = text_of(passage_html(text, {"Three ends it."}, spans))
+    passages = ["One is here. Two is there.", "Two is there. Three ends it.", "Far away."]
+    source = Source("p", "P", "", 0.5, {"passages": spans}).with_passages(passages)
+    shown = text_of(passage_html(source, {"Three ends it."}))
     assert shown == "One is here. Two is there. Three ends it. … Far away."
-    assert "<mark>Three ends it.</mark>" in passage_html(text, {"Three ends it."}, spans)
+    assert "<mark>Three ends it.</mark>" in passage_html(source, {"Three ends it."})

@@ -16,8 +16,8 @@ import gradio as gr
 from pydantic import BaseModel, ValidationError
 
 from rag.core.errors import RagError
+from rag.core.filters import PICKERS, Filters
 from rag.core.types import Answer
-from rag.retrieval.search import Filters
 from rag.service import RagService
 from ui.render import (
     answer_html,
@@ -57,8 +57,7 @@ class ChatHandlers:
         question: str,
         chat: list[dict],
         answers: list[Answer | None],
-        statuses: list[str] | None = None,
-        areas: list[str] | None = None,
+        *picked: list[str] | None,
     ) -> Iterator[tuple[list[dict], list[Answer | None], str, str]]:
         """Stream one answer into the chat: (chat, answers, sources panel, question box) per step.
 
@@ -67,7 +66,7 @@ class ChatHandlers:
         """
         turn = len(answers)
         history = [(answer.question, answer.text) for answer in answers if answer is not None]
-        filters = Filters(status=tuple(statuses or ()), primary_area=tuple(areas or ()))
+        filters = Filters.from_pickers(picked)
         chat = [*chat, message("user", question_html(question))]
         yield [*chat, message("assistant", SEARCHING)], answers, sources_panel_html(None, turn), ""
         streamed = ""
@@ -182,14 +181,14 @@ def build_app(service: RagService) -> gr.Blocks:
                 examples = gr.Examples(
                     examples=[[text] for text in settings.examples], inputs=[question], label="Example questions"
                 )
-                statuses, areas = filter_inputs(choices)
+                pickers = filter_inputs(choices)
             with gr.Column(scale=2):
                 panel = gr.HTML(sources_panel_html(None, 0), elem_id="rag-sources", js_on_load=None)
 
         outputs = [chatbot, answers, panel, question]
         respond = {
             "fn": handlers.respond,
-            "inputs": [question, chatbot, answers, statuses, areas],
+            "inputs": [question, chatbot, answers, *pickers],
             "outputs": outputs,
             "api_visibility": "private",
             "concurrency_id": "answer",
@@ -205,16 +204,19 @@ def build_app(service: RagService) -> gr.Blocks:
     return demo
 
 
-def filter_inputs(choices: dict[str, list[str]]) -> tuple[gr.Dropdown, gr.Dropdown]:
-    """Status and primary-area pickers, shown only when the index records these fields."""
+def filter_inputs(choices: dict[str, list[str]]) -> list[gr.Dropdown]:
+    """A picker per filter declared with one (status, primary area), shown only when the index records its field."""
     with gr.Accordion("Filters", open=False, visible=any(choices.values()), elem_id="rag-filters"):
-        statuses = gr.Dropdown(
-            choices.get("status", []), multiselect=True, label="Status", elem_id="rag-status", value=[]
-        )
-        areas = gr.Dropdown(
-            choices.get("primary_area", []), multiselect=True, label="Primary area", elem_id="rag-area", value=[]
-        )
-    return statuses, areas
+        return [
+            gr.Dropdown(
+                choices.get(spec.name, []),
+                multiselect=True,
+                label=spec.label,
+                elem_id=f"rag-{spec.name.replace('_', '-')}",
+                value=[],
+            )
+            for spec in PICKERS
+        ]
 
 
 def launch(

@@ -25,8 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rag.core.config import config_names
 from rag.core.errors import InputError, RagError, StoreError
+from rag.core.filters import FilterSpec, as_filters
 from rag.core.types import Answer
-from rag.retrieval.search import FilterSpec, as_filters
 from rag.service import RagService
 from ui.slots import AnswerSlots, QueueFull
 

@@ -17,8 +17,7 @@ from typing import Any
 from rag.answering.evidence import source_sentences
 from rag.core.markers import MARKER, attach_marker, split_sentences
 from rag.core.markup import markup_html, plain_text
-from rag.core.types import Answer, Source, by_relevance, safe_url
-from rag.retrieval.search import PASSAGE_GAP
+from rag.core.types import PASSAGE_GAP, Answer, Source, by_relevance, safe_url
 
 WORD = re.compile(r"[a-z0-9]+")
 # Below this share of an answer sentence's words found in a source sentence, nothing is highlighted:
@@ -168,17 +167,17 @@ def source_card(source: Source, number: int, turn: int, cited: bool, highlight: 
         f'<span class="rag-state">{state}</span></div>'
         f'<div class="rag-facts">{" · ".join(facts)}</div>'
         + (f'<div class="rag-links">{" · ".join(links)}</div>' if links else "")
-        + f'<div class="rag-passage">{passage_html(source.text, highlight, meta.get("passages"))}</div></div>'
+        + f'<div class="rag-passage">{passage_html(source, highlight)}</div></div>'
     )
 
 
-def passage_html(text: str, highlight: set[str], spans: list[dict] | None = None) -> str:
+def passage_html(source: Source, highlight: set[str]) -> str:
     """The passages used, escaped, with the sentences in `highlight` marked.
 
     Neighbouring chunks overlap by design, so a sentence already shown is not repeated, and two
     passages that touch in the abstract (their `spans`, start/end offsets) are not split by "…".
     """
-    parts = text.split(PASSAGE_GAP)
+    parts, spans = source.passages, source.metadata.get("passages")
     touching = [
         len(spans or []) == len(parts) and index > 0 and spans[index]["start"] <= spans[index - 1]["end"] + 1
         for index in range(len(parts))

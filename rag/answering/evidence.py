@@ -31,7 +31,7 @@ from rag.core.config import AnswerConfig, RetrievalConfig
 from rag.core.markers import MARKER, attach_marker, format_marker, split_sentences
 from rag.core.markup import plain_text
 from rag.core.types import SentenceCheck, Source
-from rag.retrieval.search import PASSAGE_GAP, refusal_reason
+from rag.retrieval.refusal import refusal_reason
 
 HOW_MUCH = re.compile(
     r"\b(how (many|much|large|big|long|fast|often|far|small)|what (percentage|fraction|proportion|share|size|number)|"
@@ -100,7 +100,7 @@ class Evidence:
 
 def source_sentences(source: Source) -> list[str]:
     """A source's sentences, passage by passage, in abstract order."""
-    return [sentence for part in source.text.split(PASSAGE_GAP) for sentence in split_sentences(part)]
+    return [sentence for part in source.passages for sentence in split_sentences(part)]
 
 
 class EvidencePicker:

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import replace
 
 from rag.core.markers import split_sentences
 from rag.core.types import Source
-from rag.retrieval.search import PASSAGE_GAP
 
 # ANSWER_PROMPT and REWRITE_PROMPT, LangChain chat prompts, are built from these on first use (see
 # `__getattr__`): importing LangChain's prompt classes costs half a second that an extractive answer,
@@ -95,15 +93,12 @@ def fit_sources(sources: list[Source], budget: int, count_tokens: Callable[[str]
             kept[n][position] = text
             used += header + count_tokens(text)
             included = max(included, n + 1) if round_ == 0 else included
-    return [
-        replace(source, text=PASSAGE_GAP.join(kept[n][i] for i in sorted(kept[n])))
-        for n, source in enumerate(sources[:included])
-    ]
+    return [source.with_passages([kept[n][i] for i in sorted(kept[n])]) for n, source in enumerate(sources[:included])]
 
 
 def _ranked_passages(source: Source) -> list[tuple[int, str]]:
     """(position in the abstract, passage text), best-matching passage first."""
-    parts = source.text.split(PASSAGE_GAP)
+    parts = source.passages
     scores = [span.get("score", 0.0) for span in source.metadata.get("passages", [])]
     if len(scores) != len(parts):
         scores = [-i for i in range(len(parts))]  # no per-passage scores: keep the stored order

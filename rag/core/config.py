@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from rag.core.errors import ConfigError, InputError
@@ -96,6 +96,21 @@ class VectorstoreConfig(Section):
     )
 
 
+class StageConfig(BaseModel):
+    """One post-fusion retrieval stage: the module's name and its options, checked by the module."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str
+
+    @model_validator(mode="after")
+    def known_with_valid_options(self) -> StageConfig:
+        from rag.retrieval.stages import options_of  # found by name, so a new stage is one new module
+
+        options_of(self)
+        return self
+
+
 class RetrievalConfig(Section):
     mode: Literal["dense", "bm25", "hybrid"] = Field(
         "hybrid",
@@ -111,9 +126,11 @@ class RetrievalConfig(Section):
     # for the usual 60 and 1); every setting tried scores 1.0 on the other sets' dev splits. See docs/evaluation.md.
     rrf_k: int = Field(5, ge=1, description="Reciprocal rank fusion constant: a paper scores weight / (rrf_k + rank).")
     bm25_weight: float = Field(2.0, ge=0, description="Weight of the BM25 ranking in fusion; the dense one has 1.")
-    mmr: bool = Field(False, description="Diversify the k papers by maximal marginal relevance.")
-    mmr_lambda: float = Field(0.7, ge=0, le=1, description="MMR: 1 keeps the ranking, 0 only seeks novelty.")
-    mmr_pool: int = Field(20, ge=1, description="MMR: best-ranked papers it chooses the k from.")
+    stages: list[StageConfig] = Field(
+        default_factory=list,
+        description="Steps run in order on the fused ranking before the cut to k, each a module of "
+        "rag/retrieval/stages/ named with its options, e.g. [{name: mmr, weight: 0.7}].",
+    )
     lexical_cache: Path = Field(
         default_factory=lambda: data_dir() / "lexical",
         description="Where the BM25 index of a Chroma server's collection is cached (http mode); "

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 from urllib.parse import urlparse
 
 from rag.core.markers import cited_numbers
+
+PASSAGE_GAP = " … "  # between passages of one abstract that are not next to each other
 
 
 @dataclass(frozen=True)
@@ -20,6 +22,20 @@ class Source:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def passages(self) -> list[str]:
+        """The passages of the abstract this source holds, in abstract order (see `with_passages`)."""
+        return self.text.split(PASSAGE_GAP)
+
+    def with_passages(self, passages: list[str]) -> Source:
+        """This source holding these passages instead (e.g. trimmed to fit a prompt)."""
+        return replace(self, text=PASSAGE_GAP.join(passages))
+
+    @property
+    def match(self) -> dict[str, Any]:
+        """Why the paper ranked: its rank in each ranking, BM25 and fused scores, relevance, coverage."""
+        return dict(self.metadata.get("match", {}))
+
+    @property
     def relevance(self) -> float:
         """How well the paper ranked for the question, 0..1: what people are shown, as a percentage.
 
@@ -29,7 +45,7 @@ class Source:
         paper's, or below zero. This one follows the ranking (except where MMR reorders it, which
         is why lists are sorted by it), and it still says when even the top paper is a weak match.
         """
-        return float(self.metadata.get("match", {}).get("relevance", 0.0))
+        return float(self.match.get("relevance", 0.0))
 
     def to_payload(self) -> dict[str, Any]:
         """The paper as every API shows it (the app's /ask, /v1, MCP): flat JSON, lists for links and authors."""

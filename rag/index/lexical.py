@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rag.core.errors import StoreError
+from rag.core.filters import FIELDS, Filters, column
 
 if TYPE_CHECKING:
     from rag.index.store import PaperIndex
-    from rag.retrieval.search import Filters
 
 LEXICAL_VERSION = 4  # bump when the tokenizer or the files change, so old builds are rebuilt
 # Letters and digits only: "_Jump Your Steps_" (Markdown emphasis in abstracts) must give "jump".
@@ -87,10 +87,7 @@ class Bm25Index:
         self.state = state
         self.fingerprint = fingerprint
         self.fields = fields
-        self.status = np.asarray(fields["status"], dtype=object)
-        self.area = np.asarray(fields["primary_area"], dtype=object)
-        self.has_code = np.asarray(fields["has_code"], dtype=bool)
-        self.authors = [authors.lower() for authors in fields["authors"]]
+        self.columns = {spec.stored: column(spec, fields[spec.stored]) for spec in FIELDS}
         self._masks: dict[Filters, np.ndarray] = {}
 
     # -- building and files -----------------------------------------------------------------
@@ -107,16 +104,14 @@ class Bm25Index:
         import bm25s
 
         ids, hashes, corpus = [], [], []
-        fields: dict[str, list] = {"status": [], "primary_area": [], "authors": [], "has_code": []}
+        fields: dict[str, list] = {spec.stored: [] for spec in FIELDS}  # what filters match
         fields["content_hash"] = hashes
         for paper_id, abstract, metadata in papers:
             ids.append(paper_id)
             hashes.append(metadata.get("content_hash", ""))
             corpus.append(terms(f"{metadata.get('title', '')}\n{abstract}"))
-            fields["status"].append(metadata.get("status", ""))
-            fields["primary_area"].append(metadata.get("primary_area", ""))
-            fields["authors"].append(metadata.get("authors", ""))
-            fields["has_code"].append(bool(metadata.get("has_code", False)))
+            for spec in FIELDS:
+                fields[spec.stored].append(metadata.get(spec.stored))
         bm25 = bm25s.BM25()
         if ids:
             bm25.index(corpus, show_progress=False)
@@ -161,6 +156,8 @@ class Bm25Index:
         except (OSError, ValueError, KeyError):
             return None  # a build removed or replaced under us: the caller rebuilds
         ids = papers.pop("ids")
+        if any(spec.stored not in papers for spec in FIELDS):
+            return None  # built before a filter was declared: rebuilt with its column
         if len(ids) != manifest["papers"] or (ids and bm25.scores["num_docs"] != len(ids)):
             return None
         state = LexicalState(manifest["count"], manifest["revision"])
@@ -242,17 +239,7 @@ class Bm25Index:
         """1.0 for papers the filters admit, 0.0 for the rest (cached per filter)."""
         mask = self._masks.get(filters)
         if mask is None:
-            keep = np.ones(len(self.ids), dtype=bool)
-            if filters.status:
-                keep &= np.isin(self.status, list(filters.status))
-            if filters.primary_area:
-                keep &= np.isin(self.area, list(filters.primary_area))
-            if filters.has_code is not None:
-                keep &= self.has_code == filters.has_code
-            if filters.author:
-                needle = filters.author.lower()
-                keep &= np.fromiter((needle in authors for authors in self.authors), bool, len(self.ids))
-            mask = keep.astype(np.float32)
+            mask = filters.matches(self.columns).astype(np.float32)
             if len(self._masks) > 64:
                 self._masks.clear()
             self._masks[filters] = mask

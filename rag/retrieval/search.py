@@ -1,4 +1,7 @@
-"""From a question to ranked papers: dense chunks and/or BM25, fused per paper, cut to k.
+"""From a question to ranked papers: candidates, fusion, the configured stages, the cut to k, sources.
+
+candidates (dense chunks and/or BM25) -> fuse (reciprocal rank) -> stages (rag.retrieval.stages,
+e.g. MMR) -> the first k -> a Source per paper with its best passages.
 
 Dense search returns chunks; they are grouped by paper (a paper ranks by its best chunk) before
 anything is cut, so k sources are k papers. BM25 ranks papers directly. In hybrid mode the two
@@ -6,8 +9,9 @@ paper rankings are merged by reciprocal rank fusion, which needs no score calibr
 cosine similarities and BM25 scores. Every returned paper gets its best passages by cosine
 similarity, also when BM25 alone found it, so `Source.score` always means the same thing.
 
-Filters restrict both searches: Chroma `where` clauses for dense search, a mask for BM25; the
-author substring, which Chroma cannot match inside a string, is checked with the same mask.
+Filters (rag.core.filters) restrict both searches: Chroma `where` clauses for dense search, a mask
+for BM25; a substring (the author), which Chroma cannot match inside a string, is checked with the
+same mask.
 
 Dense search asks Chroma for chunk ids and distances only; the BM25 index knows each chunk's paper
 (and each paper's chunks). Text, metadata and vectors are then read by id for the few papers kept.
@@ -20,11 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from langchain_core.documents import Document
-from pydantic import BaseModel, ConfigDict, Field
 
 from rag.core.config import RetrievalConfig
-from rag.core.types import Source, safe_links
+from rag.core.filters import Filters
+from rag.core.types import PASSAGE_GAP, Source, safe_links
 from rag.ingest.chunking import passage
+from rag.retrieval import stages
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -33,58 +38,6 @@ if TYPE_CHECKING:
     from rag.index.store import PaperIndex
 
 CHUNK_FIELDS = ("chunk", "start", "end", "prefix_chars", "content_hash")
-PASSAGE_GAP = " … "
-
-
-@dataclass(frozen=True)
-class Filters:
-    """What a question may be restricted to; empty fields restrict nothing."""
-
-    status: tuple[str, ...] = ()
-    primary_area: tuple[str, ...] = ()
-    author: str = ""
-    has_code: bool | None = None
-
-    @property
-    def empty(self) -> bool:
-        return not (self.status or self.primary_area or self.author or self.has_code is not None)
-
-    def where(self) -> dict | None:
-        """The Chroma metadata filter for the fields Chroma can match itself."""
-        clauses = []
-        if self.status:
-            clauses.append({"status": {"$in": list(self.status)}})
-        if self.primary_area:
-            clauses.append({"primary_area": {"$in": list(self.primary_area)}})
-        if self.has_code is not None:
-            clauses.append({"has_code": self.has_code})
-        if not clauses:
-            return None
-        return clauses[0] if len(clauses) == 1 else {"$and": clauses}
-
-
-class FilterSpec(BaseModel):
-    """Only papers matching every field given."""
-
-    # `Filters` as the APIs take them in JSON (/v1, MCP tools, the LangChain retriever); this docstring
-    # is what their schemas show. Unknown keys are refused, so a misspelt filter never silently matches all.
-
-    model_config = ConfigDict(extra="forbid")
-
-    status: list[str] = Field(default_factory=list, description="Only papers with one of these statuses, e.g. Oral.")
-    primary_area: list[str] = Field(default_factory=list, description="Only papers of one of these primary areas.")
-    author: str = Field("", description="Only papers with an author whose name contains this.")
-    has_code: bool | None = Field(None, description="true: only papers linking to GitHub; false: only those without.")
-
-    def to_filters(self) -> Filters:
-        return Filters(tuple(self.status), tuple(self.primary_area), self.author, self.has_code)
-
-
-def as_filters(filters: Filters | FilterSpec | dict | None) -> Filters:
-    """Filters from any of the forms callers hold; a dict is checked as a `FilterSpec`."""
-    if filters is None or isinstance(filters, Filters):
-        return filters or Filters()
-    return (filters if isinstance(filters, FilterSpec) else FilterSpec.model_validate(filters)).to_filters()
 
 
 @dataclass
@@ -111,6 +64,7 @@ class Retriever:
         self.lexical = lexical
         self.embeddings = embeddings
         self.config = config
+        self.stages = stages.build(config.stages)
 
     def retrieve(self, question: str, k: int, filters: Filters, state: LexicalState | None = None) -> list[Source]:
         """The top k papers, one Source each, best first; `metadata["match"]` says why each ranked.
@@ -141,9 +95,11 @@ class Retriever:
                 candidates[paper_id].ranks[name] = rank
                 candidates[paper_id].fused += weights[name] / (config.rrf_k + rank)
         ranked = sorted(candidates.values(), key=lambda c: -c.fused)
-        pool = ranked[: max(k, config.mmr_pool) if config.mmr else k]
+        pool = ranked[: max([k, *(stage.pool(k) for stage in self.stages)])]
         self._fetch_chunks(pool, vector, lexical)
-        chosen = mmr(pool, k, config.mmr_lambda) if config.mmr else pool
+        for stage in self.stages:
+            pool = stage(question, pool, k)
+        chosen = pool[:k]
         coverage = lexical.coverage(question, [c.paper_id for c in chosen])
         first_everywhere = sum(weights[name] / (config.rrf_k + 1) for name in rankings)
         return [self._source(c, coverage.get(c.paper_id, 0.0), first_everywhere) for c in chosen]
@@ -206,50 +162,3 @@ def joined(hits: list[tuple[Document, float, Any]]) -> tuple[str, list[dict]]:
             pieces.append(text)
             spans.append({"start": start, "end": end, "score": score})
     return PASSAGE_GAP.join(pieces), spans
-
-
-def mmr(pool: list[Candidate], k: int, weight: float) -> list[Candidate]:
-    """Maximal marginal relevance: trade rank for novelty, so k sources are not k near-copies.
-
-    Relevance is the fused score scaled to [0, 1]; similarity between papers is the cosine of
-    their best chunks. `weight` 1 keeps the ranking as it is.
-    """
-    pool = [c for c in pool if c.chunks]  # papers removed since BM25 was built have no vector to compare
-    top = max((c.fused for c in pool), default=0.0) or 1.0
-    if len(pool) <= 1:
-        return pool[:k]
-    vectors = np.stack([np.asarray(c.chunks[0][2], dtype=np.float32) for c in pool])
-    vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
-    similarity = vectors @ vectors.T
-    chosen = [0]
-    rest = list(range(1, len(pool)))
-    while rest and len(chosen) < k:
-        best = max(rest, key=lambda i: weight * pool[i].fused / top - (1 - weight) * float(similarity[i, chosen].max()))
-        chosen.append(best)
-        rest.remove(best)
-    return [pool[i] for i in chosen]
-
-
-def evidence(source: Source) -> float:
-    """How strongly a source answers the question: passage cosine + weighted word coverage (0..2).
-
-    Cosine alone confuses near misses (a question on membership inference reaches a model
-    inversion paper at 0.49); the coverage term notices the telling word the paper lacks.
-    """
-    return source.score + source.metadata.get("match", {}).get("coverage", 0.0)
-
-
-def refusal_reason(sources: list[Source], config: RetrievalConfig) -> str | None:
-    """Why the index can't answer, or None when the best source is close enough to answer from."""
-    if not sources:
-        return "the index holds no matching papers"
-    top = sources[0]
-    if top.score < config.min_score:
-        return f"best match {top.score:.2f}, below the {config.min_score:.2f} similarity threshold"
-    if evidence(top) < config.min_evidence:
-        coverage = top.metadata.get("match", {}).get("coverage", 0.0)
-        return (
-            f"best match {top.score:.2f} similar and holding {coverage:.0%} of the question's weighted words: "
-            f"evidence {evidence(top):.2f}, below the {config.min_evidence:.2f} threshold"
-        )
-    return None

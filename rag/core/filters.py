@@ -1,0 +1,181 @@
+"""What a question may be restricted to, declared once.
+
+Each field of `Filters` says, in its declaration, which stored metadata key it reads, how it
+matches and how people set it. Everything else is derived from that: the Chroma `where` clause,
+the BM25 mask (`matches` on the stored columns), the JSON schema the APIs take (`FilterSpec`), the
+CLI options and the UI's pickers. A new filter is one more field here, and the loader that stores
+its metadata key (`rag.ingest.papers.Paper.metadata`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+Match = Literal["one_of", "contains", "equals"]
+
+
+@dataclass(frozen=True)
+class FilterField:
+    """How one filter reads the stored metadata and how people set it."""
+
+    name: str  # the attribute of Filters, and the key in JSON (APIs, MCP, LangChain)
+    stored: str  # the metadata key of stored papers it matches
+    match: Match  # one_of: the value is one of a list; contains: a case-blind substring; equals: the value
+    help: str  # what it does, for the CLI, the APIs' schema and the UI
+    option: str  # the CLI option
+    label: str = ""  # the UI picker's label; one_of fields with a label get a picker of the stored values
+
+
+def declared(*, stored: str, match: Match, help: str, option: str, label: str = "") -> dict[str, Any]:
+    return {"filter": {"stored": stored, "match": match, "help": help, "option": option, "label": label}}
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Only papers matching every field given; empty fields restrict nothing."""
+
+    status: tuple[str, ...] = dataclasses.field(
+        default=(),
+        metadata=declared(
+            stored="status",
+            match="one_of",
+            help="only papers with one of these statuses, e.g. Oral",
+            option="--status",
+            label="Status",
+        ),
+    )
+    primary_area: tuple[str, ...] = dataclasses.field(
+        default=(),
+        metadata=declared(
+            stored="primary_area",
+            match="one_of",
+            help="only papers of one of these primary areas",
+            option="--area",
+            label="Primary area",
+        ),
+    )
+    author: str = dataclasses.field(
+        default="",
+        metadata=declared(
+            stored="authors",
+            match="contains",
+            help="only papers with an author whose name contains this",
+            option="--author",
+        ),
+    )
+    has_code: bool | None = dataclasses.field(
+        default=None,
+        metadata=declared(
+            stored="has_code",
+            match="equals",
+            help="true: only papers linking to GitHub; false: only those without",
+            option="--has-code",
+        ),
+    )
+
+    def active(self) -> Iterator[tuple[FilterField, Any]]:
+        """The fields that restrict something, with their values."""
+        for spec in FIELDS:
+            value = getattr(self, spec.name)
+            if value not in ((), "", None):
+                yield spec, value
+
+    @property
+    def empty(self) -> bool:
+        return next(self.active(), None) is None
+
+    def where(self) -> dict | None:
+        """The Chroma metadata filter for the fields Chroma can match itself (not substrings)."""
+        clauses: list[dict] = []
+        for spec, value in self.active():
+            if spec.match == "one_of":
+                clauses.append({spec.stored: {"$in": list(value)}})
+            elif spec.match == "equals":
+                clauses.append({spec.stored: value})
+        if not clauses:
+            return None
+        return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+    def matches(self, columns: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Which rows of stored metadata columns (see `column`) every field admits."""
+        keep = np.ones(len(next(iter(columns.values()), ())), dtype=bool)
+        for spec, value in self.active():
+            stored = columns[spec.stored]
+            if spec.match == "one_of":
+                keep &= np.isin(stored, list(value))
+            elif spec.match == "equals":
+                keep &= stored == value
+            else:
+                needle = value.lower()
+                keep &= np.fromiter((needle in text for text in stored), bool, len(stored))
+        return keep
+
+    @classmethod
+    def of(cls, **values: Any) -> Filters:
+        """Filters from values as JSON, argparse or a UI hold them (lists, None for nothing)."""
+        return cls(
+            **{name: tuple(value or ()) if isinstance(value, list | tuple) else value for name, value in values.items()}
+        )
+
+    @classmethod
+    def from_pickers(cls, values: Sequence[list[str] | None]) -> Filters:
+        """Filters from the UI's pickers' values, in the order of `PICKERS`."""
+        return cls.of(**{spec.name: value or [] for spec, value in zip(PICKERS, values)})
+
+
+FIELDS = tuple(FilterField(name=f.name, **f.metadata["filter"]) for f in dataclasses.fields(Filters))
+PICKERS = tuple(spec for spec in FIELDS if spec.match == "one_of" and spec.label)
+
+
+def column(spec: FilterField, values: list[Any]) -> np.ndarray:
+    """Stored metadata values as the column `Filters.matches` reads for this field."""
+    if spec.match == "equals":
+        return np.asarray([bool(value) for value in values], dtype=bool)
+    if spec.match == "contains":
+        return np.asarray([str(value or "").lower() for value in values], dtype=object)
+    return np.asarray([value or "" for value in values], dtype=object)
+
+
+def _json_field(spec: FilterField) -> tuple[Any, Any]:
+    if spec.match == "one_of":
+        return list[str], Field(default_factory=list, description=spec.help)
+    if spec.match == "equals":
+        return bool | None, Field(None, description=spec.help)
+    return str, Field("", description=spec.help)
+
+
+class _FilterSpecBase(BaseModel):
+    # Unknown keys are refused, so a misspelt filter never silently matches all.
+    model_config = ConfigDict(extra="forbid")
+
+    def to_filters(self) -> Filters:
+        return Filters.of(**{spec.name: getattr(self, spec.name) for spec in FIELDS})
+
+
+if TYPE_CHECKING:  # the fields below are made from the declarations; a type checker sees the base
+
+    class FilterSpec(_FilterSpecBase): ...
+
+else:
+    # `Filters` as the APIs take them in JSON (/v1, MCP tools, the LangChain retriever); its docstring
+    # is what their schemas show.
+    FilterSpec = create_model(
+        "FilterSpec",
+        __base__=_FilterSpecBase,
+        __doc__="Only papers matching every field given.",
+        **{spec.name: _json_field(spec) for spec in FIELDS},
+    )
+
+
+def as_filters(filters: Filters | BaseModel | dict | None) -> Filters:
+    """Filters from any of the forms callers hold; a dict is checked as a `FilterSpec`."""
+    if filters is None or isinstance(filters, Filters):
+        return filters or Filters()
+    spec = filters if isinstance(filters, FilterSpec) else FilterSpec.model_validate(filters)
+    return spec.to_filters()
