@@ -1,0 +1,122 @@
+"""The answer policy: from a question to a checked, cited `Answer`.
+
+question -> standalone question (a follow-up rewritten) -> sources (the caller's retrieval) ->
+refusal, or evidence sentences -> the extractive answer, or the model's words checked against the
+sources (unsupported sentences removed; the extractive answer stands when the key facts are lost,
+or when the model fails and `llm.fallback` allows it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from rag.answering.citations import CitationChecker, kept_text
+from rag.answering.evidence import (
+    EvidencePicker,
+    evidence_sources,
+    extractive_answer,
+    key_tokens,
+    renumbered,
+    set_aside,
+)
+from rag.answering.providers import Provider
+from rag.core.config import Settings
+from rag.core.errors import ModelError
+from rag.core.types import Answer, Source
+from rag.retrieval.refusal import refusal_reason
+
+FOLLOW_UP = re.compile(r"\b(it|its|they|their|them|this|that|these|those|the paper|the method)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Standalone:
+    """A question made self-contained, and why the model couldn't rewrite it (if it failed)."""
+
+    question: str
+    model_failure: str | None = None
+
+
+def standalone_question(question: str, history: list[tuple[str, str]], provider: Callable[[], Provider]) -> Standalone:
+    """Rewrite a follow-up into a question that retrieval can answer alone.
+
+    `provider` is called only for a follow-up, so a plain question never loads a model.
+    """
+    if not history or not FOLLOW_UP.search(question):
+        return Standalone(question)
+    try:
+        rewritten = provider().rewrite(question, history)
+    except ModelError as err:
+        # Without a model, or when its rewrite is unusable: the rule, last question + this one.
+        return Standalone(f"{history[-1][0]} {question}", model_failure=str(err))
+    return Standalone(rewritten or f"{history[-1][0]} {question}")
+
+
+class AnswerPipeline:
+    """Refusal, evidence, generation, checking and fallback over the sources retrieval found."""
+
+    def __init__(
+        self,
+        config: Settings,
+        picker: EvidencePicker,
+        checker: CitationChecker,
+        provider: Callable[[], Provider],
+    ):
+        self.config = config
+        self.picker = picker
+        self.checker = checker
+        self.provider = provider  # called when a model is needed: loading it is the caller's business
+
+    def stream(self, question: str, standalone: Standalone, sources: list[Source]) -> Iterator[str | Answer]:
+        """Yield answer text in pieces as the model writes it, then the final, checked `Answer`."""
+        asked = standalone.question
+        stamp = {"question": question, "standalone_question": asked, "config": self.config.name}
+        reason = refusal_reason(sources, self.config.retrieval)
+        evidence = [] if reason else self.picker.pick(asked, sources)
+        if not reason and not evidence:
+            reason = "no sentence of the closest abstracts answers it"
+        if reason:
+            yield Answer(text=refusal_text(sources), sources=sources, refused=True, refusal_reason=reason, **stamp)
+            return
+        extractive = extractive_answer(asked, evidence, sources)
+        if self.config.llm.provider == "extractive":  # no model to wait for (or to fail loading)
+            answer = self.checked(extractive, sources, answered_by="extractive", **stamp)
+            yield answer.text  # streamed in one piece, as every consumer of the stream expects some text
+            yield answer
+            return
+        try:
+            if standalone.model_failure:  # it just failed on the rewrite: don't wait for it a second time
+                raise ModelError(standalone.model_failure)
+            pieces = []
+            for piece in self.provider().stream(asked, evidence_sources(evidence, sources)):
+                pieces.append(piece)
+                yield piece
+        except ModelError as err:
+            if self.config.llm.fallback == "none":
+                raise
+            yield self.checked(extractive, sources, answered_by="extractive", fallback=str(err), **stamp)
+            return
+        text, checks = self.checker.check(renumbered("".join(pieces), evidence), sources)
+        replaced = set_aside(checks, key_tokens(asked, evidence, sources))
+        if replaced:
+            yield self.checked(extractive, sources, answered_by="extractive", replaced=replaced, **stamp)
+            return
+        kept = [check for check in checks if check.supported]  # what its sources don't back is removed
+        yield Answer(text=kept_text(kept), sources=sources, checks=kept, answered_by="model", **stamp)
+
+    def checked(self, text: str, sources: list[Source], **fields) -> Answer:
+        text, checks = self.checker.check(text, sources)
+        return Answer(text=text, sources=sources, checks=checks, **fields)
+
+
+def refusal_text(sources: list[Source]) -> str:
+    """A refusal in a researcher's words, naming the closest papers once; the figures that decided it
+    go to `Answer.refusal_reason`."""
+    from rag.core.markup import plain_text
+
+    if not sources:
+        return "No indexed abstract matches this question, so it is not answered."
+    titles = [f"“{plain_text(source.title)}”" for source in sources[:3]]
+    closest = titles[0] if len(titles) == 1 else f"{', '.join(titles[:-1])} and {titles[-1]}"
+    return f"The indexed abstracts don't answer this question. The closest papers are {closest}."
