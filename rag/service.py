@@ -26,7 +26,7 @@ from rag.core.errors import InputError, RagError
 from rag.core.filters import PICKERS, Filters
 from rag.core.types import Answer, Source
 from rag.index.access import IndexAccess
-from rag.index.lexical import LexicalState
+from rag.index.lexical import Revision
 from rag.index.store import PaperIndex, collection_name, open_client
 from rag.ingest.papers import load_papers
 from rag.ingest.pipeline import IngestReport, ingest_papers
@@ -54,7 +54,7 @@ class RagService:
         self.config = load_config(config)
         # Another process may write to an on-disk index this service reads (see `reading`).
         reopenable = client is None and self.config.vectorstore.mode == "persistent"
-        self.access = IndexAccess(reopenable, lambda: self.index.lexical_state(), self._reopen)
+        self.access = IndexAccess(reopenable, lambda: self.index.revision(), self._reopen)
         self._has_papers = False  # seen a non-empty index (see ensure_index)
         if embeddings is not None:
             self.embeddings = embeddings
@@ -79,11 +79,11 @@ class RagService:
     def index(self) -> PaperIndex:
         store = self.config.vectorstore
         where = f"at {store.path}" if store.mode == "persistent" else f"on {store.host}:{store.port}"
-        # Chroma's file, whose stat tells of writes (PaperIndex.lexical_state); unknown for a client passed in.
+        # Chroma's file, whose stat tells of writes (PaperIndex.revision); unknown for a client passed in.
         database = store.path / "chroma.sqlite3" if self.access.enabled else None
         index = PaperIndex(self.client, collection_name(self.config), self.embeddings, where, database)
         if self.access.enabled:
-            self.access.opened(index.lexical_state())
+            self.access.opened(index.revision())
         return index
 
     @cached_property
@@ -224,7 +224,7 @@ class RagService:
     # -- an index other processes write to ------------------------------------------------
 
     @contextmanager
-    def reading(self) -> Iterator[LexicalState | None]:
+    def reading(self) -> Iterator[Revision | None]:
         """Hold the index open for one read, re-opened first if another process wrote to it."""
         with self.access.reading(opened="index" in self.__dict__) as state:
             yield state

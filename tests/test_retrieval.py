@@ -278,10 +278,10 @@ def test_the_per_question_freshness_check_asks_chroma_only_after_a_write(make_se
     get_collection = index.client.get_collection
     monkeypatch.setattr(index.client, "get_collection", lambda *a, **kw: asked.append(a) or get_collection(*a, **kw))
     monkeypatch.setattr(rag.index.store, "SETTLED_SECONDS", 0.0)  # no waiting for the file's clock to move on
-    before = index.lexical_state()
-    assert index.lexical_state() == before and len(asked) == 1
+    before = index.revision()
+    assert index.revision() == before and len(asked) == 1
     asked.clear()
     service.ingest([write_jsonl(service.config.vectorstore.path.parent / "three.jsonl", listed_records()[2:3])])
-    after = index.lexical_state()
+    after = index.revision()
     assert asked and after != before and after.count == 3  # the write changed the file: Chroma was asked
     assert [source.paper_id for source in service.retrieve("Paper 02", k=3)][0] == "p02"

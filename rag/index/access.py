@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from rag.index.lexical import LexicalState
+from rag.index.lexical import Revision
 from rag.index.locks import SharedExclusiveLock
 
 
@@ -24,19 +24,19 @@ class IndexAccess:
     or a Chroma server, whose readers always see the latest writes.
     """
 
-    def __init__(self, enabled: bool, state: Callable[[], LexicalState], reopen: Callable[[], None]):
+    def __init__(self, enabled: bool, state: Callable[[], Revision], reopen: Callable[[], None]):
         self.enabled = enabled
         self.state = state
         self.reopen = reopen
         self.lock = SharedExclusiveLock()
-        self.seen: LexicalState | None = None  # the revision when opened or last written here
+        self.seen: Revision | None = None  # the revision when opened or last written here
         self.writing = 0  # ingests in progress in this process
 
-    def opened(self, state: LexicalState) -> None:
+    def opened(self, state: Revision) -> None:
         self.seen = state
 
     @contextmanager
-    def reading(self, opened: bool) -> Iterator[LexicalState | None]:
+    def reading(self, opened: bool) -> Iterator[Revision | None]:
         """Hold the index for one read; first re-open it if another process wrote to it.
 
         `opened`: whether the index has been opened at all (nothing to re-open otherwise). Yields

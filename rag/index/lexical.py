@@ -2,7 +2,7 @@
 
 The papers collection in Chroma is the source of truth; the BM25 index is derived from it and
 persisted in a folder beside the vector index (or in a local cache for a Chroma server). Every
-write to the papers collection stamps it with a new revision (see `PaperIndex.lexical_state`), so
+write to the papers collection stamps it with a new revision (see `PaperIndex.revision`), so
 one cheap look-up per query — paper count and revision — tells whether the index in memory or on
 disk still describes the collection. When it does not, it is rebuilt from the collection (a few
 seconds for the full ICLR list). That also picks up an ingest done by another process.
@@ -26,7 +26,6 @@ import shutil
 import threading
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +33,7 @@ import numpy as np
 
 from rag.core.errors import StoreError
 from rag.core.filters import FIELDS, Filters, column
+from rag.index.store import Revision
 
 if TYPE_CHECKING:
     from rag.index.store import PaperIndex
@@ -55,14 +55,6 @@ STOPWORDS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class LexicalState:
-    """What the papers collection holds now, in two cheap numbers: paper count and write revision."""
-
-    count: int
-    revision: str
-
-
 class Bm25Index:
     """BM25 over "title + abstract" of each paper, with the metadata the retrieval filters need, and
     which paper each stored chunk belongs to (so vector search need not fetch chunk metadata)."""
@@ -72,7 +64,7 @@ class Bm25Index:
         bm25,
         ids: list[str],
         fields: dict[str, list],
-        state: LexicalState,
+        state: Revision,
         fingerprint: str,
         chunks: dict[str, list],
     ):
@@ -96,7 +88,7 @@ class Bm25Index:
     def build(
         cls,
         papers: Iterable[tuple[str, str, dict[str, Any]]],
-        state: LexicalState,
+        state: Revision,
         chunks: Iterable[tuple[str, str, str]] = (),
     ) -> Bm25Index:
         """Index (paper_id, abstract, metadata) triples, as `PaperIndex.iter_papers` yields them, and
@@ -160,7 +152,7 @@ class Bm25Index:
             return None  # built before a filter was declared: rebuilt with its column
         if len(ids) != manifest["papers"] or (ids and bm25.scores["num_docs"] != len(ids)):
             return None
-        state = LexicalState(manifest["count"], manifest["revision"])
+        state = Revision(manifest["count"], manifest["revision"])
         return cls(bm25, ids, papers, state, manifest["fingerprint"], chunks)
 
     # -- questions --------------------------------------------------------------------------
@@ -256,10 +248,10 @@ class LexicalStore:
         self._lock = threading.Lock()  # one rebuild at a time when the UI serves several questions
         self.rebuilds = 0
 
-    def current(self, state: LexicalState | None = None) -> Bm25Index:
+    def current(self, state: Revision | None = None) -> Bm25Index:
         """The index for what the collection holds now (`state`, read here if not given); loads or
         rebuilds only when that changed."""
-        state = state if state is not None else self.index.lexical_state()
+        state = state if state is not None else self.index.revision()
         loaded = self._loaded
         if loaded is not None and loaded.state == state:
             return loaded
@@ -281,7 +273,7 @@ class LexicalStore:
             return None
         return Bm25Index.load(self.folder / build)
 
-    def _rebuild(self, state: LexicalState) -> Bm25Index:
+    def _rebuild(self, state: Revision) -> Bm25Index:
         # The state is read before the papers: if an ingest writes meanwhile, the build is labelled
         # with the older state and the next question rebuilds again; it is never taken as newer.
         built = Bm25Index.build(self.index.iter_papers(), state, self.index.iter_chunk_papers())

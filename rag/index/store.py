@@ -16,6 +16,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,6 @@ from langchain_core.embeddings import Embeddings
 from rag.core.config import Settings, VectorstoreConfig
 from rag.core.errors import StoreError
 from rag.index.embeddings import model_label
-from rag.index.lexical import LexicalState
 from rag.ingest.papers import PaperRecord
 
 INDEX_VERSION = 1  # bump when the stored layout changes, so old indexes are never misread
@@ -75,6 +75,14 @@ def open_client(config: VectorstoreConfig):
     return ServerCalls(client, f"{config.host}:{config.port}", config.retries)
 
 
+@dataclass(frozen=True)
+class Revision:
+    """What the papers collection holds now, in two cheap numbers: paper count and write revision."""
+
+    count: int
+    revision: str
+
+
 class ServerCalls:
     """A Chroma client (or collection) whose every call to a server retries lost connections, then
     raises a StoreError naming the server. Every call we make is idempotent (get, count, query,
@@ -118,13 +126,13 @@ class PaperIndex:
     """Chunks and papers of one collection pair, and the operations ingest and retrieval need."""
 
     def __init__(self, client, name: str, embeddings: Embeddings, where: str, database: Path | None = None):
-        """`database`: the SQLite file of an on-disk client, if known (see `lexical_state`)."""
+        """`database`: the SQLite file of an on-disk client, if known (see `revision`)."""
         self.name = name
         self.where = where
         self.embeddings = embeddings
         self.client = client
         self.database = database
-        self._last_read: tuple[tuple[int, int, int], LexicalState] | None = None  # (file stat, state read)
+        self._last_read: tuple[tuple[int, int, int], Revision] | None = None  # (file stat, state read)
         try:
             # The collections themselves, as langchain-chroma opens them (no embedding function: we
             # pass vectors). Reads go to them directly; its `Chroma` store is built only to write
@@ -210,7 +218,7 @@ class PaperIndex:
                         seen.add(str(meta[field]))
         return {field: sorted(seen) for field, seen in values.items()}
 
-    def lexical_state(self) -> LexicalState:
+    def revision(self) -> Revision:
         """Paper count and write revision of the papers collection: two cheap reads that change on every write.
 
         Asked before every question. On disk, every write by any process changes Chroma's SQLite file,
@@ -223,7 +231,7 @@ class PaperIndex:
             return self._last_read[1]
         # Re-read: a Collection object keeps the metadata it was fetched with, and another process may write.
         metadata = self.client.get_collection(self.papers.name, embedding_function=None).metadata or {}
-        state = LexicalState(self.papers.count(), str(metadata.get("revision", "")))
+        state = Revision(self.papers.count(), str(metadata.get("revision", "")))
         self._last_read = None if stat is None else (stat, state)  # stat taken first: a write since changes it
         return state
 

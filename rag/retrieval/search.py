@@ -34,7 +34,7 @@ from rag.retrieval import stages
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
-    from rag.index.lexical import Bm25Index, LexicalState, LexicalStore
+    from rag.index.lexical import Bm25Index, LexicalStore, Revision
     from rag.index.store import PaperIndex
 
 CHUNK_FIELDS = ("chunk", "start", "end", "prefix_chars", "content_hash")
@@ -66,7 +66,7 @@ class Retriever:
         self.config = config
         self.stages = stages.build(config.stages)
 
-    def retrieve(self, question: str, k: int, filters: Filters, state: LexicalState | None = None) -> list[Source]:
+    def retrieve(self, question: str, k: int, filters: Filters, state: Revision | None = None) -> list[Source]:
         """The top k papers, one Source each, best first; `metadata["match"]` says why each ranked.
 
         `state` is the index's state if the caller has just read it.
