@@ -145,21 +145,20 @@ def sources_panel_html(answer: Answer | None, turn: int) -> str:
 
 
 def source_card(source: Source, number: int, turn: int, cited: bool, highlight: set[str]) -> str:
-    meta = source.metadata
     links = []
-    if url := safe_url(str(meta.get("url", ""))):
+    if url := safe_url(source.url):
         links.append(f'<a href="{escape(url)}" target="_blank" rel="noopener noreferrer">OpenReview</a>')
-    for github in str(meta.get("github", "")).split():
+    for github in source.github:
         if url := safe_url(github):
             links.append(f'<a href="{escape(url)}" target="_blank" rel="noopener noreferrer">{escape(url)}</a>')
     facts = [
         f'<span class="rag-id">{escape(source.paper_id)}</span>',
         f'<span class="rag-relevance" title="{RELEVANCE_TIP}">relevance {source.relevance:.0%}</span>',
     ]
-    if meta.get("status"):
-        facts.append(f'<span class="rag-status">{escape(str(meta["status"]))}</span>')
-    if meta.get("primary_area"):
-        facts.append(escape(str(meta["primary_area"])))
+    if source.status:
+        facts.append(f'<span class="rag-status">{escape(source.status)}</span>')
+    if source.primary_area:
+        facts.append(escape(source.primary_area))
     state = "cited" if cited else "not cited"
     return (
         f'<div class="rag-card {"rag-cited" if cited else "rag-uncited"}" id="{anchor(turn, number)}">'
@@ -177,7 +176,7 @@ def passage_html(source: Source, highlight: set[str]) -> str:
     Neighbouring chunks overlap by design, so a sentence already shown is not repeated, and two
     passages that touch in the abstract (their `spans`, start/end offsets) are not split by "…".
     """
-    parts, spans = source.passages, source.metadata.get("passages")
+    parts, spans = source.passages, source.spans
     touching = [
         len(spans or []) == len(parts) and index > 0 and spans[index]["start"] <= spans[index - 1]["end"] + 1
         for index in range(len(parts))

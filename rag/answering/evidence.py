@@ -188,7 +188,7 @@ def mentions(text: str, name: str) -> bool:
 def proposal_position(source: Source) -> int:
     """Where the abstract says what it proposes ('We introduce …'); what comes before is background.
     0 when it never says so, or when the passages given don't start at the abstract's beginning."""
-    spans = source.metadata.get("passages") or [{}]
+    spans = source.spans or [{}]
     if spans[0].get("start", 0) != 0:
         return 0
     sentences = source_sentences(source)

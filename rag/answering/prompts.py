@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from rag.core.markers import split_sentences
+from rag.core.markers import MARKER, split_sentences
 from rag.core.types import Source
 
 # ANSWER_PROMPT and REWRITE_PROMPT, LangChain chat prompts, are built from these on first use (see
@@ -99,7 +99,7 @@ def fit_sources(sources: list[Source], budget: int, count_tokens: Callable[[str]
 def _ranked_passages(source: Source) -> list[tuple[int, str]]:
     """(position in the abstract, passage text), best-matching passage first."""
     parts = source.passages
-    scores = [span.get("score", 0.0) for span in source.metadata.get("passages", [])]
+    scores = [span.get("score", 0.0) for span in source.spans]
     if len(scores) != len(parts):
         scores = [-i for i in range(len(parts))]  # no per-passage scores: keep the stored order
     return sorted(enumerate(parts), key=lambda item: -scores[item[0]])
@@ -162,7 +162,11 @@ def accept_rewrite(candidate: str, question: str, history: list[tuple[str, str]]
     if not lines:
         return None
     text = REWRITE_LABEL.sub("", lines[0]).strip().strip("\"'“”").strip()
-    if not 8 <= len(text) <= max(300, 3 * len(question)) or re.search(r"\[\d+\]|^(user|assistant)\s*:", text, re.I):
+    if (
+        not 8 <= len(text) <= max(300, 3 * len(question))
+        or MARKER.search(text)
+        or re.search(r"^(user|assistant)\s*:", text, re.I)
+    ):
         return None
     if question.strip().endswith("?") and not text.endswith("?"):
         return None

@@ -30,6 +30,33 @@ class Source:
         """This source holding these passages instead (e.g. trimmed to fit a prompt)."""
         return replace(self, text=PASSAGE_GAP.join(passages))
 
+    # The stored paper's fields (rag.ingest.papers.Paper.metadata), read here and nowhere by key.
+
+    @property
+    def status(self) -> str:
+        return str(self.metadata.get("status") or "")
+
+    @property
+    def primary_area(self) -> str:
+        return str(self.metadata.get("primary_area") or "")
+
+    @property
+    def authors(self) -> list[str]:
+        return [name for name in str(self.metadata.get("authors") or "").split("; ") if name]
+
+    @property
+    def url(self) -> str:
+        return str(self.metadata.get("url") or "")
+
+    @property
+    def github(self) -> list[str]:
+        return str(self.metadata.get("github") or "").split()
+
+    @property
+    def spans(self) -> list[dict[str, Any]]:
+        """Where each passage sits in the abstract ({start, end, score}), one per passage."""
+        return list(self.metadata.get("passages") or [])
+
     @property
     def match(self) -> dict[str, Any]:
         """Why the paper ranked: its rank in each ranking, BM25 and fused scores, relevance, coverage."""
@@ -49,17 +76,16 @@ class Source:
 
     def to_payload(self) -> dict[str, Any]:
         """The paper as every API shows it (the app's /ask, /v1, MCP): flat JSON, lists for links and authors."""
-        meta = self.metadata
         return {
             "paper_id": self.paper_id,
             "title": self.title,
             "score": self.score,
             "relevance": self.relevance,
-            "status": meta.get("status", ""),
-            "primary_area": meta.get("primary_area", ""),
-            "authors": [name for name in str(meta.get("authors", "")).split("; ") if name],
-            "url": meta.get("url", ""),
-            "github": str(meta.get("github", "")).split(),
+            "status": self.status,
+            "primary_area": self.primary_area,
+            "authors": self.authors,
+            "url": self.url,
+            "github": self.github,
             "passage": self.text,
         }
 
