@@ -148,10 +148,12 @@ def filters_from(args: argparse.Namespace):
     return Filters.of(**{spec.name: getattr(args, spec.name) for spec in FIELDS})
 
 
-def service_from(args: argparse.Namespace):
+def service_from(args: argparse.Namespace, **overrides: dict):
+    """The service for --config (else $RAG_CONFIG, else default), some sections' keys overridden."""
+    from rag.core.config import with_overrides
     from rag.service import RagService
 
-    return RagService(args.config)
+    return RagService(with_overrides(args.config, **overrides))
 
 
 def run_ingest(args: argparse.Namespace) -> int:
@@ -271,14 +273,7 @@ def run_eval(args: argparse.Namespace) -> int:
     from rag.evaluate import ServiceSystem, evaluate, load_questions, metrics_table
 
     questions = load_questions(args.questions, args.split)
-    service = service_from(args)
-    if args.mode:
-        from rag.service import RagService
-
-        config = service.config.model_copy(
-            update={"retrieval": service.config.retrieval.model_copy(update={"mode": args.mode})}
-        )
-        service = RagService(config)
+    service = service_from(args, retrieval={"mode": args.mode} if args.mode else {})
     system = ServiceSystem(service, answers=args.answers)
     missing = system.missing(questions)
     if missing and len(missing) == len({pid for q in questions for pid in q.gold}):

