@@ -58,6 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("question")
     ask.add_argument("-k", type=papers_k, default=None, help="papers to retrieve (default and bounds: retrieval.k)")
     ask.add_argument("--json", action="store_true", help="print the answer as JSON")
+    ask.add_argument(
+        "--no-understand",
+        dest="understand",
+        action="store_false",
+        default=None,
+        help="take the question literally: no filters or list/count/compare read from its words",
+    )
     add_filter_options(ask)
     ask.set_defaults(run=run_ask)
 
@@ -214,7 +221,8 @@ def run_ask(args: argparse.Namespace) -> int:
     draft = TerminalDraft(sys.stdout) if sys.stdout.isatty() and not args.json else None
     final = None
     try:
-        for piece in service.stream_answer(args.question, k=args.k, filters=filters_from(args)):
+        asked = service.stream_answer(args.question, k=args.k, filters=filters_from(args), understand=args.understand)
+        for piece in asked:
             if isinstance(piece, Answer):
                 final = piece
             elif draft:
@@ -226,6 +234,8 @@ def run_ask(args: argparse.Namespace) -> int:
         print(json.dumps(final.to_dict(), indent=2, ensure_ascii=False))
         return 0
     print(plain_text(final.text))
+    if final.understood:
+        print(f"(filters understood from the question: {'; '.join(final.understood)}; --no-understand to drop them)")
     if final.refused:
         if final.refusal_reason:
             print(f"(not answered: {final.refusal_reason})")

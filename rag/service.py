@@ -13,12 +13,14 @@ import re
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rag.answering.citations import CitationChecker
 from rag.answering.evidence import EvidencePicker
+from rag.answering.lists import compare_answer, list_answer
 from rag.answering.pipeline import AnswerPipeline, standalone_question
 from rag.answering.providers import Provider, make_provider
 from rag.core.config import BUNDLED_SEEDS, Settings, checked_k, load_config
@@ -30,7 +32,10 @@ from rag.index.lexical import Revision
 from rag.index.store import PaperIndex, collection_name, open_client
 from rag.ingest.papers import load_papers
 from rag.ingest.pipeline import IngestReport, ingest_papers
+from rag.retrieval.refusal import refusal_reason
 from rag.retrieval.search import Retriever
+from rag.retrieval.understand import Understood, without_kind_words
+from rag.retrieval.understand import understand as understand_question
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -258,11 +263,49 @@ class RagService:
         history: list[tuple[str, str]] | None = None,
         k: int | None = None,
         filters: Filters | None = None,
+        understand: bool | None = None,
+        dropped: Iterable[str] = (),
     ) -> Iterator[str | Answer]:
-        """Yield answer text in pieces as the model writes it, then the final, checked `Answer`."""
+        """Yield answer text in pieces as the model writes it, then the final, checked `Answer`.
+
+        The question's kind (lookup, list, count, compare) and the filters it states in words are read
+        from it (`understand`, default `questions.understand`); `filters` given here win over those,
+        and understood filters on a field named in `dropped` are not applied.
+        """
         question = self.clean_question(question)
-        found = self.find_sources({"question": question, "history": history or [], "k": k, "filters": filters})
-        yield from self.pipeline.stream(question, found["standalone"], found["sources"])
+        standalone = standalone_question(question, history or [], lambda: self.provider)
+        read = self.config.questions.understand if understand is None else understand
+        understood = understand_question(standalone.question) if read else Understood(question, question)
+        applied = understood.applied(filters or Filters(), frozenset(dropped))
+        stamp = {
+            "question": question,
+            "standalone_question": standalone.question,
+            "config": self.config.name,
+            "filters": applied.to_json(),
+            "understood": [label for label in understood.labels() if label.split(":")[0] not in set(dropped)],
+        }
+        if understood.kind in ("list", "count"):
+            topic = without_kind_words(understood)
+            ranked = self.retrieve(topic.text, self.config.questions.list_cap, applied)
+            answer = list_answer(topic, applied, ranked, self.config, **stamp)
+        elif understood.kind == "compare":
+            answer = compare_answer(understood, self._compared(understood, applied), **stamp)
+        else:
+            sources = self.retrieve(understood.text, k, applied)
+            yield from self.pipeline.stream(question, replace(standalone, question=understood.text), sources, stamp)
+            return
+        yield answer.text  # no model: the whole text at once, then the answer
+        yield answer
+
+    def _compared(self, understood: Understood, filters: Filters) -> list[tuple[str, Source | None]]:
+        """Each named thing's paper: the best-ranked one that passes refusal, the two distinct."""
+        found: list[tuple[str, Source | None]] = []
+        for name in understood.compared:
+            taken = {source.paper_id for _, source in found if source}
+            ranked = [s for s in self.retrieve(name, 3, filters) if s.paper_id not in taken]
+            passing = [s for s in ranked if refusal_reason([s], self.config.retrieval) is None]
+            found.append((name, passing[0] if passing else None))
+        return found
 
     def find_sources(self, inputs: dict) -> dict:
         """{question, history, k, filters} -> the same plus `standalone` (the question made

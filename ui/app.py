@@ -64,14 +64,33 @@ class ChatHandlers:
         Each turn adds a user and an assistant message and one entry to `answers` (None for an
         error), so assistant message i // 2 belongs to answers[i // 2].
         """
+        yield from self._turn(question, chat, answers, Filters.from_pickers(picked))
+
+    def drop_understood(
+        self, ticked: list[str], chat: list[dict], answers: list[Answer | None], *picked: list[str] | None
+    ) -> Iterator[tuple[list[dict], list[Answer | None], str, str]]:
+        """A chip of an understood filter was unticked: ask the last question again without it."""
+        last = answers[-1] if answers else None
+        if last is None:
+            return
+        dropped = {label.split(":")[0] for label in last.understood if label not in (ticked or [])}
+        yield from self._turn(last.question, chat, answers, Filters.from_pickers(picked), dropped)
+
+    def chips(self, answers: list[Answer | None]) -> dict:
+        """The last answer's understood filters as ticked chips; hidden when there are none."""
+        understood = answers[-1].understood if answers and answers[-1] is not None else []
+        return gr.update(choices=understood, value=understood, visible=bool(understood))
+
+    def _turn(
+        self, question: str, chat: list[dict], answers: list[Answer | None], filters: Filters, dropped=frozenset()
+    ) -> Iterator[tuple[list[dict], list[Answer | None], str, str]]:
         turn = len(answers)
         history = [(answer.question, answer.text) for answer in answers if answer is not None]
-        filters = Filters.from_pickers(picked)
         chat = [*chat, message("user", question_html(question))]
         yield [*chat, message("assistant", SEARCHING)], answers, sources_panel_html(None, turn), ""
         streamed = ""
         try:
-            for piece in self.service.stream_answer(question, history=history, filters=filters):
+            for piece in self.service.stream_answer(question, history=history, filters=filters, dropped=dropped):
                 if isinstance(piece, Answer):
                     answers = [*answers, piece]
                     chat = [*chat, message("assistant", answer_html(piece, turn))]
@@ -181,6 +200,12 @@ def build_app(service: RagService) -> gr.Blocks:
                 examples = gr.Examples(
                     examples=[[text] for text in settings.examples], inputs=[question], label="Example questions"
                 )
+                understood = gr.CheckboxGroup(
+                    [],
+                    label="Filters understood from your question (untick one to ask without it)",
+                    elem_id="rag-understood",
+                    visible=False,
+                )
                 pickers = filter_inputs(choices)
             with gr.Column(scale=2):
                 panel = gr.HTML(sources_panel_html(None, 0), elem_id="rag-sources", js_on_load=None)
@@ -194,9 +219,13 @@ def build_app(service: RagService) -> gr.Blocks:
             "concurrency_id": "answer",
             "show_progress": "minimal",
         }
-        gr.on([question.submit, ask.click], **respond)
-        examples.load_input_event.then(**respond)
-        clear.click(handlers.clear, outputs=outputs, api_visibility="private", queue=False)
+        show_chips = {"fn": handlers.chips, "inputs": [answers], "outputs": [understood], "api_visibility": "private"}
+        gr.on([question.submit, ask.click], **respond).then(**show_chips)
+        examples.load_input_event.then(**respond).then(**show_chips)
+        understood.input(
+            **(respond | {"fn": handlers.drop_understood, "inputs": [understood, chatbot, answers, *pickers]})
+        ).then(**show_chips)
+        clear.click(handlers.clear, outputs=outputs, api_visibility="private", queue=False).then(**show_chips)
         chatbot.select(handlers.show_sources, inputs=[answers], outputs=[panel], api_visibility="private")
         demo.load(handlers.header, outputs=[header], api_visibility="private")
         gr.api(handlers.ask, api_name="ask", concurrency_id="answer")

@@ -68,10 +68,14 @@ class AnswerPipeline:
         self.checker = checker
         self.provider = provider  # called when a model is needed: loading it is the caller's business
 
-    def stream(self, question: str, standalone: Standalone, sources: list[Source]) -> Iterator[str | Answer]:
-        """Yield answer text in pieces as the model writes it, then the final, checked `Answer`."""
+    def stream(
+        self, question: str, standalone: Standalone, sources: list[Source], stamp: dict | None = None
+    ) -> Iterator[str | Answer]:
+        """Yield answer text in pieces as the model writes it, then the final, checked `Answer`.
+
+        `stamp`: fields every Answer gets (question, filters...); by default the question's."""
         asked = standalone.question
-        stamp = {"question": question, "standalone_question": asked, "config": self.config.name}
+        stamp = stamp or {"question": question, "standalone_question": asked, "config": self.config.name}
         reason = refusal_reason(sources, self.config.retrieval)
         evidence = [] if reason else self.picker.pick(asked, sources)
         if not reason and not evidence:

@@ -276,6 +276,22 @@ class AnswerConfig(Section):
     )
 
 
+class QuestionsConfig(Section):
+    """Questions about many papers (rag/retrieval/understand.py, rag/answering/lists.py)."""
+
+    understand: bool = Field(
+        True, description="Read the kind of question (list, count, compare) and filters stated in words."
+    )
+    list_cap: int = Field(50, ge=1, le=50, description="Most papers a list or count answer ranks and shows.")
+    list_min_evidence: float = Field(
+        0.9,
+        ge=0,
+        le=2,
+        description="A paper is on the topic of a list or count question when its evidence (best passage "
+        "cosine + weighted share of the topic's words) reaches this.",
+    )
+
+
 class UIConfig(Section):
     host: str = Field("127.0.0.1", description="Address the chat app binds to.")
     port: int = Field(7860, description="Port of the chat app.")
@@ -324,6 +340,7 @@ class Settings(BaseSettings):
     retrieval: RetrievalConfig = RetrievalConfig()
     llm: LLMConfig = LLMConfig()
     answer: AnswerConfig = AnswerConfig()
+    questions: QuestionsConfig = QuestionsConfig()
     ui: UIConfig = UIConfig()
     fetch: FetchConfig = FetchConfig()
     name: str = Field("custom", description="Which config this is; stamped on every answer.")

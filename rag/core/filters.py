@@ -90,6 +90,21 @@ class Filters:
     def empty(self) -> bool:
         return next(self.active(), None) is None
 
+    def labels(self) -> list[str]:
+        """The fields that restrict something, in words, e.g. ['status: Oral or Spotlight', 'has_code: yes']."""
+        shown = []
+        for spec, value in self.active():
+            if isinstance(value, tuple):
+                value = " or ".join(part.replace("&amp;", "&") for part in value)
+            elif isinstance(value, bool):
+                value = "yes" if value else "no"
+            shown.append(f"{spec.name}: {value}")
+        return shown
+
+    def to_json(self) -> dict[str, Any]:
+        """The fields that restrict something, as the APIs take them (a `FilterSpec` dict)."""
+        return {spec.name: list(value) if isinstance(value, tuple) else value for spec, value in self.active()}
+
     def where(self) -> dict | None:
         """The Chroma metadata filter for the fields Chroma can match itself (not substrings)."""
         clauses: list[dict] = []

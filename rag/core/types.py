@@ -116,6 +116,17 @@ class Answer:
     checks: list[SentenceCheck] = field(default_factory=list)
     standalone_question: str = ""
     config: str = ""
+    # What the question asked for (rag.retrieval.understand): lookup, list, count or compare.
+    kind: str = "lookup"
+    filters: dict[str, Any] = field(default_factory=dict)  # applied: explicit ones, else those understood
+    understood: list[str] = field(default_factory=list)  # filters read from the question's words, in words
+    count: int | None = None  # list and count: how many papers passed the line
+    line: str | None = None  # list and count: how the line for "about the topic" was drawn
+
+    @property
+    def listed(self) -> list[Source]:
+        """The papers a list or count answer lists (all its sources); empty for other kinds."""
+        return list(self.sources) if self.kind in ("list", "count") and not self.refused else []
 
     @property
     def cited(self) -> list[str]:
@@ -137,6 +148,8 @@ class Answer:
             return f"answered by the model{f' ({model})' if model else ''}, checked against the abstracts"
         if self.answered_by == "extractive":
             return "extractive answer: sentences quoted from the abstracts"
+        if self.answered_by in ("list", "compare"):
+            return "each line quotes the abstract it cites"
         return None
 
     def to_dict(self) -> dict[str, Any]:
@@ -156,6 +169,11 @@ class Answer:
             "sources": [{"number": n, **source.to_payload()} for n, source in enumerate(self.sources, start=1)],
             "standalone_question": self.standalone_question,
             "config": self.config,
+            "kind": self.kind,
+            "filters": self.filters,
+            "understood": self.understood,
+            "count": self.count,
+            "line": self.line,
         }
 
 

@@ -1,0 +1,97 @@
+"""Answers about many papers: a list, a count, or two papers side by side. No model needed.
+
+A list or count ranks up to `questions.list_cap` papers of the (filtered) index for the topic and
+keeps those whose evidence (best passage cosine + weighted share of the topic's words, as refusal
+measures it) reaches `questions.list_min_evidence`: that is where the line for "about the topic" is
+drawn, measured on tests/eval/list_questions.jsonl (docs/evaluation.md). Each paper comes with
+the sentence of its passages that holds most of the topic's words, quoted and cited.
+"""
+
+from __future__ import annotations
+
+from rag.core.config import Settings
+from rag.core.filters import Filters
+from rag.core.markers import split_sentences
+from rag.core.markup import plain_text
+from rag.core.types import Answer, Source
+from rag.index.lexical import terms
+from rag.retrieval.refusal import evidence
+from rag.retrieval.understand import Understood
+
+
+def on_topic(sources: list[Source], config: Settings) -> list[Source]:
+    """The sources on the topic: those whose evidence reaches the list line, in rank order."""
+    return [source for source in sources if evidence(source) >= config.questions.list_min_evidence]
+
+
+def list_answer(asked: Understood, applied: Filters, ranked: list[Source], settings: Settings, **stamp) -> Answer:
+    """Every ranked paper on the topic, each with why it matches; a count says how many first."""
+    listed = on_topic(ranked, settings)
+    cap = settings.questions.list_cap
+    scope = _scope(applied)
+    line = (
+        f"listed: evidence ≥ {settings.questions.list_min_evidence:.2f} (best passage similarity + share of the "
+        f"topic's words), among the {len(ranked)} best-ranked of {scope}"
+    )
+    fields = {"kind": asked.kind, "line": line, "count": len(listed), **stamp}
+    if not listed:
+        text = f"No paper is about “{asked.text}”{_within(applied)}."
+        return Answer(text=text, sources=ranked[:5], refused=True, refusal_reason=line, **fields)
+    many = f"at least {len(listed)}" if len(ranked) >= cap and len(listed) == len(ranked) else str(len(listed))
+    noun = "paper" if len(listed) == 1 else "papers"
+    head = f"{many} {noun} {'match' if len(listed) > 1 else 'matches'} “{asked.text}”" + _within(applied)
+    head += ":" if asked.kind == "list" else f" ({line}):"
+    lines = [head, *(_line(number, source, asked.text) for number, source in enumerate(listed, start=1))]
+    return Answer(text="\n".join(lines), sources=listed, answered_by="list", **fields)
+
+
+def compare_answer(asked: Understood, pairs: list[tuple[str, Source | None]], **stamp) -> Answer:
+    """The two named papers side by side: each one's sentence that best matches the question, cited."""
+    sources = [source for _, source in pairs if source is not None]
+    lines = []
+    for name, source in pairs:
+        if source is None:
+            lines.append(f"{name}: no indexed abstract is about it.")
+        else:
+            number = sources.index(source) + 1
+            sentence = best_sentence(source, f"{asked.text} {name}")
+            lines.append(f"{name} (“{plain_text(source.title)}”): {sentence} [{number}]")
+    refused = not sources
+    return Answer(
+        text="\n".join(lines),
+        sources=sources,
+        refused=refused,
+        answered_by="" if refused else "compare",
+        kind="compare",
+        count=len(sources),
+        **stamp,
+    )
+
+
+def best_sentence(source: Source, topic: str) -> str:
+    """The sentence of the source's passages that holds most of the topic's words (the first on a tie)."""
+    wanted = set(terms(topic))
+    sentences = [sentence for passage in source.passages for sentence in split_sentences(passage)]
+    if not sentences:
+        return ""
+    return plain_text(max(sentences, key=lambda sentence: len(wanted & set(terms(sentence)))))
+
+
+def _line(number: int, source: Source, topic: str) -> str:
+    facts = "; ".join(fact for fact in (source.status, source.primary_area.replace("&amp;", "&")) if fact)
+    return (
+        f"{number}. {plain_text(source.title)} [{number}]"
+        + (f" ({facts})" if facts else "")
+        + (f": “{best_sentence(source, topic)}”")
+    )
+
+
+def _scope(applied: Filters) -> str:
+    """The papers searched, in words: 'the papers with status: Oral', 'the index'."""
+    labels = applied.labels()
+    return "the papers with " + "; ".join(labels) if labels else "the index"
+
+
+def _within(applied: Filters) -> str:
+    labels = applied.labels()
+    return f" among the papers with {'; '.join(labels)}" if labels else ""

@@ -1,0 +1,214 @@
+"""What a question asks for, read by rules: its kind, and the filters it states in words.
+
+"Which oral papers are about mixture-of-experts?" is a *list* question restricted to status Oral;
+"how many accepted RL papers study offline RL?" a *count* over Oral/Spotlight/Poster papers of the
+reinforcement-learning area; "compare RxnFlow and SynFlowNet" a *compare* of two named papers;
+anything else a *lookup*. Filter words are removed from the text retrieval ranks on, so "oral"
+does not pull in papers about oral health, and the filters go to `Filters`. Deterministic and
+fast; every rule is a pattern here, tested on the dev split of tests/eval/list_questions.jsonl.
+
+A filter word counts only where it qualifies the papers asked about ("oral papers", "accepted RL
+papers", "papers by Yoshua Bengio", "papers with code"), not where it is part of the topic
+("papers about reinforcement learning" keeps RL as the topic).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields, replace
+from typing import Literal
+
+from rag.core.filters import Filters
+
+Kind = Literal["lookup", "list", "count", "compare"]
+
+PAPERS = r"(?:papers?|works?|submissions?|articles?|ones)"
+ACCEPTED = ("Oral", "Spotlight", "Poster")
+STATUS_WORDS = {  # word -> stored statuses; longest first, so "desk-rejected" wins over "rejected"
+    r"desk[- ]rejected": ("Desk Rejected",),
+    r"accepted": ACCEPTED,
+    r"rejected": ("Reject",),
+    r"withdrawn": ("Withdrawn",),
+    r"orals?": ("Oral",),
+    r"spotlights?": ("Spotlight",),
+    r"posters?": ("Poster",),
+}
+# Short forms researchers type for the primary areas (stored strings, "&amp;" included).
+AREA_WORDS = {
+    r"RL|reinforcement[- ]learning": "reinforcement learning",
+    r"safety|alignment|fairness|privacy": "alignment, fairness, safety, privacy, and societal considerations",
+    r"generative(?:[- ]model(?:s|ing)?)?": "generative models",
+    r"graph(?:[- ]learning)?|geometric(?:[- ]learning)?": "learning on graphs and other geometries &amp; topologies",
+    r"time[- ]series": "learning on time series and dynamical systems",
+    r"(?:learning[- ])?theory|theoretical": "learning theory",
+    r"optimi[sz]ation": "optimization",
+    r"interpretability|explainab(?:le|ility)(?:[- ]AI)?|XAI": "interpretability and explainable AI",
+    r"causal(?:ity|[- ]reasoning)?": "causal reasoning",
+    r"robotics?": "applications to robotics, autonomy, planning",
+    r"neuroscience|cognitive[- ]science": "applications to neuroscience &amp; cognitive science",
+    r"(?:physical[- ])?sciences?|physics|chemistry|biology|AI4Science": (
+        "applications to physical sciences (physics, chemistry, biology, etc.)"
+    ),
+    r"datasets?(?:[- ]and[- ]benchmarks?)?|benchmarks?": "datasets and benchmarks",
+    r"representation[- ]learning|self[- ]supervised": (
+        "unsupervised, self-supervised, semi-supervised, and supervised representation learning"
+    ),
+    r"transfer[- ]learning|meta[- ]learning|continual[- ]learning|lifelong[- ]learning": (
+        "transfer learning, meta learning, and lifelong learning"
+    ),
+    r"probabilistic|bayesian": "probabilistic methods (Bayesian methods, variational inference, sampling, UQ, etc.)",
+    r"neurosymbolic": "neurosymbolic &amp; hybrid AI systems (physics-informed, logic &amp; formal reasoning, etc.)",
+    r"(?:ML[- ])?systems|infrastructure": "infrastructure, software libraries, hardware, systems, etc.",
+    r"LLM|foundation[- ]models?|frontier[- ]models?": "foundation or frontier models, including LLMs",
+    r"vision|computer[- ]vision|audio|NLP": "applications to computer vision, audio, language, and other modalities",
+}
+STATUS = "|".join(STATUS_WORDS)
+AREA = "|".join(f"(?:{words})" for words in AREA_WORDS)
+# Status and area words qualify the papers when they stand before the noun ("accepted RL papers"),
+# or when "papers" is followed by "that were accepted" / "in the RL area".
+BEFORE_PAPERS = re.compile(
+    rf"\b(?P<words>(?:(?:{STATUS}|{AREA})(?:\s*(?:,|and|or|/)\s*|\s+)){{1,3}}){PAPERS}\b", re.IGNORECASE
+)
+STATUS_AFTER = re.compile(rf"\b(?:that|which)\s+(?:were|was|got|have\s+been|are)\s+(?P<words>{STATUS})\b", re.I)
+STATUS_AT = re.compile(r"\b(?P<words>accepted|rejected)\s+(?:at|to|by)\s+ICLR(?:\s*2025)?\b", re.IGNORECASE)
+AREA_NAMED = re.compile(
+    rf"\b(?:in|from|under)\s+the\s+(?P<words>{AREA})\s+(?:primary\s+)?(?:area|track)\b", re.IGNORECASE
+)
+PLURAL_STATUS = re.compile(r"\b(?P<words>orals|spotlights|posters)\b", re.IGNORECASE)  # "which orals ..."
+NAME = r"[A-Z][a-zà-ÿ'’-]+"
+FULL_NAME = rf"{NAME}(?:\s+(?:[A-Z]\.\s+)?{NAME}){{0,2}}"  # "Yoshua Bengio", "Ruslan R. Salakhutdinov"
+AUTHOR = re.compile(
+    rf"\b(?:(?:written|authored|co-authored)\s+)?by\s+(?P<author>{FULL_NAME})"
+    rf"|\bwith\s+(?P<with>{FULL_NAME})\s+(?:as|among\s+the)\s+(?:an?\s+)?(?:co-?)?authors?\b"
+)
+WITH_CODE = re.compile(
+    r"\b(?:with|that\s+(?:have|has|release|releases|share|shares|provide|provides|link\s+to))\s+"
+    r"(?:(?:public|open[- ]source|released|available)\s+)?(?:code|github(?:\s+repos?(?:itories)?)?)\b"
+    r"(?:\s+(?:available|released|online))?",
+    re.IGNORECASE,
+)
+# "How many papers / accepted RL papers / orals ...", not "how many templates does RxnFlow use" (a lookup).
+SEVERAL = rf"(?:[\w-]+\s+){{0,4}}?(?:{PAPERS}|orals|spotlights|posters)\b"
+COUNT = re.compile(rf"^\W*(?:how\s+many|(?:what\s+is\s+)?the\s+number\s+of|count\s+(?:the\s+)?)\s+{SEVERAL}", re.I)
+LIST = re.compile(
+    rf"^\W*(?:(?:which|what)\s+{SEVERAL}|{PAPERS}\s+(?=about|on|that|which|with|by)"
+    rf"|(?:please\s+)?(?:show|list|find|give|name)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?{SEVERAL}"
+    rf"|are\s+there\s+(?:any\s+)?{SEVERAL})",
+    re.IGNORECASE,
+)
+SHORT = r"[\w.+-]+(?:\s+[\w.+-]+){0,3}"  # a method's or paper's name, not a clause
+COMPARE = re.compile(
+    r"^\W*(?:compare|contrast)\s+(?P<a>.+?)\s+(?:and|with|to|vs\.?|versus)\s+(?P<b>.+?)\W*$"
+    rf"|^\W*(?:how\s+(?:does|do)\s+)?(?P<a2>{SHORT})\s+(?:vs\.?|versus|compare\s+(?:to|with))\s+(?P<b2>{SHORT})\W*$"
+    rf"|^\W*what(?:'s|\s+is)\s+the\s+difference\s+between\s+(?P<a3>{SHORT})\s+and\s+(?P<b3>{SHORT})\W*$",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Understood:
+    """A question as retrieval takes it: the text to rank on, the filters stated, the kind."""
+
+    question: str  # as asked
+    text: str  # what retrieval ranks on: the question without its filter words
+    kind: Kind = "lookup"
+    filters: Filters = field(default_factory=Filters)  # stated in words; explicit filters win over these
+    compared: tuple[str, ...] = ()  # for compare: the two things named
+
+    def applied(self, explicit: Filters, dropped: frozenset[str] = frozenset()) -> Filters:
+        """The filters a search uses: each field given explicitly, else the one understood (unless dropped)."""
+        values = {}
+        for spec in fields(Filters):
+            given, understood = getattr(explicit, spec.name), getattr(self.filters, spec.name)
+            if given not in ((), "", None):
+                values[spec.name] = given
+            elif spec.name not in dropped:
+                values[spec.name] = understood
+        return Filters(**values)
+
+    def labels(self) -> list[str]:
+        """The understood filters in words, e.g. ['status: Oral', 'has_code: yes']."""
+        return self.filters.labels()
+
+
+def understand(question: str) -> Understood:
+    """The kind of `question` and the filters it states, with those words cut from the ranking text."""
+    statuses: list[str] = []
+    areas: list[str] = []
+    cuts: list[tuple[int, int]] = []
+
+    def take(match: re.Match, words: str) -> None:
+        found_status, found_area = _statuses(words), _areas(words)
+        if found_status or found_area:
+            statuses.extend(s for s in found_status if s not in statuses)
+            areas.extend(a for a in found_area if a not in areas)
+            cuts.append(match.span("words"))
+
+    for match in BEFORE_PAPERS.finditer(question):
+        take(match, match["words"])
+    for pattern in (STATUS_AFTER, STATUS_AT, AREA_NAMED, PLURAL_STATUS):
+        for match in pattern.finditer(question):
+            if not any(start <= match.start("words") < end for start, end in cuts):
+                take(match, match["words"])
+    author = ""
+    if match := AUTHOR.search(question):
+        author = match["author"] or match["with"]
+        cuts.append(match.span())
+    has_code = None
+    if match := WITH_CODE.search(question):
+        has_code = True
+        cuts.append(match.span())
+    filters = Filters.of(status=statuses, primary_area=areas, author=author, has_code=has_code)
+    text = _cut(question, cuts)
+    kind, compared = _kind(question, text)
+    return Understood(question=question, text=text or question, kind=kind, filters=filters, compared=compared)
+
+
+def _statuses(words: str) -> list[str]:
+    found: list[str] = []
+    for word in re.findall(rf"\b(?:{STATUS})\b", words, re.IGNORECASE):
+        for pattern, stored in STATUS_WORDS.items():
+            if re.fullmatch(pattern, word, re.IGNORECASE):
+                found.extend(s for s in stored if s not in found)
+                break
+    return found
+
+
+def _areas(words: str) -> list[str]:
+    found = []
+    for pattern, stored in AREA_WORDS.items():
+        # Acronyms (RL, LLM, NLP) only in capitals: "rl" inside a word never counts, "llm" typed lower does not.
+        flags = 0 if pattern.split("|")[0].isupper() else re.IGNORECASE
+        if re.search(rf"\b(?:{pattern})\b", words, flags) and stored not in found:
+            found.append(stored)
+    return found
+
+
+def _cut(question: str, spans: list[tuple[int, int]]) -> str:
+    text, last = "", 0
+    for start, end in sorted(spans):
+        if start >= last:
+            text += question[last:start] + " "
+            last = end
+    text += question[last:]
+    return re.sub(r"\s+([?.!,])", r"\1", re.sub(r"\s+", " ", text)).strip(" ,")
+
+
+def _kind(question: str, text: str) -> tuple[Kind, tuple[str, ...]]:
+    if COUNT.search(question):
+        return "count", ()
+    if match := COMPARE.search(text):
+        a = match["a"] or match["a2"] or match["a3"]
+        b = match["b"] or match["b2"] or match["b3"]
+        return "compare", (a.strip(), b.strip())
+    if LIST.search(question):
+        return "list", ()
+    return "lookup", ()
+
+
+def without_kind_words(understood: Understood) -> Understood:
+    """The ranking text without "how many papers" / "show me" lead-ins, which match every abstract."""
+    text = COUNT.sub("", understood.text)
+    text = LIST.sub("", text)
+    text = re.sub(rf"^\W*(?:{PAPERS}\s+)?(?:are\s+|were\s+|is\s+)?(?:about|on|that|which|study|studying)?\s*", "", text)
+    return replace(understood, text=text.strip(" ?.!") or understood.text)
