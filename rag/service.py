@@ -282,7 +282,7 @@ class RagService:
             "standalone_question": standalone.question,
             "config": self.config.name,
             "filters": applied.to_json(),
-            "understood": [label for label in understood.labels() if label.split(":")[0] not in set(dropped)],
+            "understood": understood.in_use(filters or Filters(), frozenset(dropped)).labels(),
         }
         if understood.kind in ("list", "count"):
             topic = without_kind_words(understood)

@@ -147,3 +147,36 @@ def seed_abstracts() -> list[str]:
 def write_jsonl(path: Path, records: list[dict]) -> Path:
     path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
     return path
+
+
+MOE = r"mixture[- ]of[- ]experts|\bMoE\b"
+
+
+@pytest.fixture(scope="session")
+def moe_sample(tmp_path_factory) -> Path:
+    """A small slice of the real list for questions about many papers: every Oral paper and 8 Poster
+    papers that mention mixture-of-experts, and 40 other Oral, Poster or Reject papers."""
+    import re
+
+    if not FULL_LIST.exists():
+        pytest.skip(f"{FULL_LIST} is not here")
+    moe, posters, others = [], 0, []
+    with gzip.open(FULL_LIST, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            record = json.loads(line)
+            about = re.search(MOE, f"{record['title']} {record['abstract']}", re.IGNORECASE)
+            if about and record["status"] == "Oral":
+                moe.append(record)
+            elif about and record["status"] == "Poster" and posters < 8:
+                moe.append(record)
+                posters += 1
+            elif not about and record["status"] in ("Oral", "Poster", "Reject") and len(others) < 40:
+                others.append(record)
+    return write_jsonl(tmp_path_factory.mktemp("moe") / "moe.jsonl", moe + others)
+
+
+@pytest.fixture(scope="session")
+def moe_index(tmp_path_factory, embeddings, moe_sample) -> Path:
+    folder = tmp_path_factory.mktemp("moe-index") / "index"
+    RagService(settings_for(folder), embeddings=embeddings).ingest([moe_sample])
+    return folder

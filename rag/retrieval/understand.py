@@ -88,10 +88,11 @@ WITH_CODE = re.compile(
     re.IGNORECASE,
 )
 # "How many papers / accepted RL papers / orals ...", not "how many templates does RxnFlow use" (a lookup).
-SEVERAL = rf"(?:[\w-]+\s+){{0,4}}?(?:{PAPERS}|orals|spotlights|posters)\b"
+PLURAL = r"(?:papers|works(?!\s+(?:best|better|well|worse))|submissions|articles|ones|orals|spotlights|posters)"
+SEVERAL = rf"(?:[\w-]+\s+){{0,4}}?{PLURAL}\b"
 COUNT = re.compile(rf"^\W*(?:how\s+many|(?:what\s+is\s+)?the\s+number\s+of|count\s+(?:the\s+)?)\s+{SEVERAL}", re.I)
 LIST = re.compile(
-    rf"^\W*(?:(?:which|what)\s+{SEVERAL}|{PAPERS}\s+(?=about|on|that|which|with|by)"
+    rf"^\W*(?:(?:which|what)\s+{SEVERAL}|{PLURAL}\s+(?=about|on|that|which|with|by)"
     rf"|(?:please\s+)?(?:show|list|find|give|name)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?{SEVERAL}"
     rf"|are\s+there\s+(?:any\s+)?{SEVERAL})",
     re.IGNORECASE,
@@ -125,6 +126,10 @@ class Understood:
             elif spec.name not in dropped:
                 values[spec.name] = understood
         return Filters(**values)
+
+    def in_use(self, explicit: Filters, dropped: frozenset[str] = frozenset()) -> Filters:
+        """The understood filters a search applies: those not overridden by `explicit`, nor dropped."""
+        return self.applied(Filters(), dropped | {spec.name for spec, _ in explicit.active()})
 
     def labels(self) -> list[str]:
         """The understood filters in words, e.g. ['status: Oral', 'has_code: yes']."""

@@ -1,0 +1,110 @@
+"""Questions about many papers: what is read from a question's words, and the list, count and compare
+answers over a slice of the real list."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from conftest import MOE, settings_for
+
+from rag.core.filters import Filters
+from rag.retrieval.understand import understand, without_kind_words
+from rag.service import RagService
+
+ACCEPTED = ("Oral", "Spotlight", "Poster")
+RL = "reinforcement learning"
+
+
+@pytest.mark.parametrize(
+    "question, kind, filters, topic",
+    [
+        ("Which oral papers are about mixture-of-experts?", "list", Filters(status=("Oral",)), "mixture-of-experts"),
+        ("How many spotlight papers study machine unlearning?", "count", Filters(status=("Spotlight",)), None),
+        ("show me withdrawn papers on RLHF", "list", Filters(status=("Withdrawn",)), "RLHF"),
+        (
+            "How many accepted RL papers study offline RL with code?",
+            "count",
+            Filters(status=ACCEPTED, primary_area=(RL,), has_code=True),
+            "offline RL",
+        ),
+        ("Which works by Sergey Levine use offline RL?", "list", Filters(author="Sergey Levine"), None),
+        ("Are there any rejected papers on time series forecasting?", "list", Filters(status=("Reject",)), None),
+        ("Which papers on reinforcement learning from human feedback were accepted?", "list", Filters(), None),
+        ("compare RxnFlow and SynFlowNet", "compare", Filters(), None),
+        # Lookups: one paper's fact, even with "how many" or "which" in it; topic words stay topic words.
+        ("How many reaction templates does RxnFlow use?", "lookup", Filters(), None),
+        ("Which framework detects and localizes image tampering?", "lookup", Filters(), None),
+        ("Which paper proposes a new text-to-speech synthesis model?", "lookup", Filters(), None),
+        ("Which works best to stop language models reciting training data?", "lookup", Filters(), None),
+        ("What does the method trade off, accuracy versus latency in serving?", "lookup", Filters(), None),
+        ("Which papers apply reinforcement learning to chip placement?", "list", Filters(), None),
+    ],
+)
+def test_the_kind_and_the_filters_stated_in_words_are_read(question, kind, filters, topic):
+    understood = understand(question)
+    assert (understood.kind, understood.filters) == (kind, filters)
+    if topic:
+        assert without_kind_words(understood).text == topic
+
+
+def test_explicit_filters_win_and_a_dropped_one_is_not_applied():
+    understood = understand("Which oral RL papers use world models?")
+    assert understood.applied(Filters(status=("Poster",))) == Filters(status=("Poster",), primary_area=(RL,))
+    assert understood.applied(Filters(), frozenset({"status"})) == Filters(primary_area=(RL,))
+    assert understood.labels() == ["status: Oral", f"primary_area: {RL}"]
+
+
+@pytest.fixture(scope="module")
+def moe(moe_index, embeddings) -> RagService:
+    return RagService(settings_for(moe_index), embeddings=embeddings)
+
+
+def about_moe(source) -> bool:
+    return bool(re.search(MOE, f"{source.title} {source.text}", re.IGNORECASE))
+
+
+def test_a_list_question_lists_the_papers_of_the_status_it_names(moe):
+    answer = moe.answer("Which oral papers are about mixture-of-experts?")
+    assert answer.kind == "list" and answer.understood == ["status: Oral"] and answer.filters == {"status": ["Oral"]}
+    assert len(answer.listed) >= 3 and {source.status for source in answer.listed} == {"Oral"}
+    assert sum(map(about_moe, answer.listed)) >= 3
+    lines = answer.text.splitlines()
+    assert lines[0].startswith(f"{answer.count} papers match “mixture-of-experts” among the papers with status: Oral")
+    assert len(lines) == answer.count + 1 and answer.cited == [s.paper_id for s in answer.listed]
+    # Unticking the understood filter (the UI's chip) asks again over every status.
+    wider = moe.answer("Which oral papers are about mixture-of-experts?", dropped={"status"})
+    assert wider.understood == [] and "Poster" in {source.status for source in wider.listed}
+
+
+def test_a_count_says_how_many_and_how_the_line_was_drawn(moe):
+    answer = moe.answer("How many poster papers use mixture-of-experts?")
+    assert answer.kind == "count" and answer.count == len(answer.listed) > 0
+    assert {source.status for source in answer.listed} == {"Poster"}
+    assert answer.text.startswith(f"{answer.count} papers match") and "evidence ≥" in answer.text.splitlines()[0]
+
+
+def test_literal_questions_and_explicit_filters(moe):
+    literal = moe.answer("Which oral papers are about mixture-of-experts?", understand=False)
+    assert literal.kind == "lookup" and literal.understood == [] and literal.filters == {}
+    explicit = moe.answer("Which oral papers are about mixture-of-experts?", filters=Filters(status=("Poster",)))
+    assert explicit.filters == {"status": ["Poster"]} and {s.status for s in explicit.listed} == {"Poster"}
+
+
+def test_a_topic_no_paper_is_about_is_refused_with_the_line(moe):
+    answer = moe.answer("Which oral papers are about knitting patterns for garments?")
+    assert answer.refused and answer.count == 0 and "evidence ≥" in answer.refusal_reason
+
+
+def test_the_cli_names_the_understood_filters_and_json_carries_them(moe_index):
+    from test_cli import rag
+
+    question = "Which oral papers are about mixture-of-experts?"
+    shown = rag("ask", question, index=moe_index)
+    assert shown.returncode == 0, shown.stderr
+    assert "(filters understood from the question: status: Oral; --no-understand to drop them)" in shown.stdout
+    data = json.loads(rag("ask", question, "--json", "--status", "Poster", index=moe_index).stdout)
+    assert data["kind"] == "list" and data["filters"] == {"status": ["Poster"]} and data["understood"] == []
+    literal = rag("ask", question, "--no-understand", index=moe_index).stdout
+    assert "understood" not in literal
