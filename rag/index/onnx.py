@@ -102,7 +102,7 @@ def export_onnx(model_dir: Path, path: Path) -> None:
 
     with torch.no_grad(), warnings.catch_warnings():
         # The tracer warns about shape-dependent branches in the attention mask code; the exported
-        # graph is checked against the torch vectors in tests/test_embeddings.py for many shapes.
+        # graph is checked against the torch vectors in tests/index/test_embeddings.py for many shapes.
         warnings.simplefilter("ignore")
         torch.onnx.export(
             SentenceEncoder(model),
