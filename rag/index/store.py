@@ -264,11 +264,6 @@ class PaperIndex:
             for cid, doc, meta, vec in zip(found["ids"], found["documents"], found["metadatas"], found["embeddings"])
         ]
 
-    def search(self, question: str, fetch_k: int, where: dict | None) -> list[tuple[Document, float]]:
-        """Chunks nearest the question with cosine similarity (1 is identical)."""
-        hits = self.vectorstore.similarity_search_with_score(question, k=fetch_k, filter=where or None)
-        return [(doc, 1.0 - distance) for doc, distance in hits]
-
     # -- writes -----------------------------------------------------------------------------
 
     @functools.cached_property
