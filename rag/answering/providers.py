@@ -33,7 +33,7 @@ from rag.answering.prompts import (
     format_sources,
 )
 from rag.core.config import LLMConfig, Settings
-from rag.core.errors import ConfigError, ModelError
+from rag.core.errors import ConfigError, ModelError, first_line
 from rag.core.types import Source
 from rag.index.embeddings import packaged_file
 
@@ -212,8 +212,8 @@ def describe_model_error(error: BaseException) -> str:
         return "the model server's reply held no answer (is it OpenAI-compatible?)"
     if "JSONDecodeError" in names:
         return "the model server's reply is not valid JSON"
-    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    return f"{type(error).__name__}: {text}"[:300] if text else type(error).__name__
+    name = type(error).__name__
+    return f"{name}: {first_line(error)}"[:300] if str(error).strip() else name
 
 
 def bundled_gguf() -> Path:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from rag.core.errors import ModelError
+from rag.core.errors import ModelError, first_line
 
 if TYPE_CHECKING:
     from rag.index.embeddings import WordPieces
@@ -69,7 +69,7 @@ def _build(target: Path, write: Callable[[Path], None], doing: str) -> None:
         write(tmp)
         os.replace(tmp, target)
     except (OSError, RuntimeError, ValueError) as err:
-        raise ModelError(f"cannot build the ONNX model {target}: {str(err).splitlines()[0]}") from None
+        raise ModelError(f"cannot build the ONNX model {target}: {first_line(err)}") from None
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -174,7 +174,7 @@ class OnnxEmbeddings(Embeddings):
         try:
             self.session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
         except Exception as err:  # onnxruntime raises its own unnamed Fail/InvalidGraph types
-            raise ModelError(f"cannot load the ONNX model {model_file}: {str(err).splitlines()[0]}") from None
+            raise ModelError(f"cannot load the ONNX model {model_file}: {first_line(err)}") from None
         self.model_file = Path(model_file)
         self.tokenizer = tokenizer
         self.batch_size = batch_size
