@@ -231,8 +231,8 @@ def llamacpp_provider(settings: Settings, embeddings: Embeddings) -> Provider:
             raise ModelError(f"llamacpp: {path} is not a GGUF model file")
     threads = llm.n_threads or os.cpu_count() or 1
     # llama.cpp's threads meet at a barrier after every step, and OpenMP's default has waiting threads
-    # spin: on a busy machine one descheduled thread stalls the others at each barrier. On the loaded
-    # 2-core machine a cold answer took 44 s spinning, 5.7 s passive (issue 18). Read by the OpenMP
+    # spin: on a busy machine one descheduled thread stalls the others at each barrier, which made a
+    # cold answer several times slower (issue 18; docs/benchmarks.md, "A cold `rag ask`"). Read by the OpenMP
     # runtime when it loads, with llama_cpp, so set before the import; a user's own setting wins.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:

@@ -3,8 +3,8 @@
 The export is made from the local weights on first use and kept in a cache folder, under a name
 derived from the model's files and the export recipe, so a changed model or recipe gets a new
 export and never a stale one. The graph takes token ids and returns the normalised mean-pooled
-sentence vector, exactly what the model's sentence-transformers pipeline computes (cosine to the
-torch vectors > 0.9999; the int8 one stays >= 0.98 per text, ~0.993 on average; see docs/operations.md).
+sentence vector, exactly what the model's sentence-transformers pipeline computes; the int8 one
+moves the vectors slightly (the measured cosines: docs/operations.md, "Embedding backends").
 
 Why not sentence-transformers' own ONNX backend: it needs `optimum`, whose releases pin a
 `transformers` that cannot coexist with Gradio 6.
@@ -167,9 +167,9 @@ class OnnxEmbeddings(Embeddings):
         if threads:
             options.intra_op_num_threads = threads
         # Idle worker threads sleep instead of spinning: a spinning thread takes a core from the other
-        # threads of this process and from other processes. With 2 threads on a loaded 2-core machine, a
-        # question embedded in 23.6 ms instead of 29.7 (p50), and ingest lost nothing (23.6 s against
-        # 25.7 for 256 chunks).
+        # threads of this process and from other processes. On a loaded 2-core machine questions were
+        # embedded faster and ingest lost nothing (docs/benchmarks.md, "Where a cold extractive answer's
+        # time goes").
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             self.session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
@@ -200,8 +200,8 @@ class OnnxEmbeddings(Embeddings):
         """Positions in `ids`, shortest first, in batches of at most `batch_size` whose padding
         stays under MAX_PADDING of their tokens.
 
-        Every row of a batch is padded to its longest; the 44 sentences an extractive answer ranks
-        (14 to 59 tokens) took 75% padding in one batch, and 25% less CPU time cut this way.
+        Every row of a batch is padded to its longest; the sentences an extractive answer ranks differ
+        enough in length that one batch is mostly padding (measured: docs/benchmarks.md, "Less padding").
         """
         batch: list[int] = []
         tokens = 0
