@@ -205,7 +205,8 @@ def load_seed_text(file: PaperFile) -> Iterator[PaperRecord]:
 
 def _blocks(lines: Iterable[tuple[int, str | None]]) -> Iterator[tuple[int, str | None]]:
     """(first line, text) of each run of non-blank lines; text is None when one of its lines was skipped."""
-    start, parts, whole = 0, [], True
+    parts: list[str] = []
+    start, whole = 0, True
     for number, text in lines:
         if text is not None and not text.strip():
             if parts or not whole:
