@@ -19,7 +19,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+# Helpers shared with the tests live in tests/ as plain modules, not in the installed package.
 sys.path.insert(0, str(ROOT / "tests"))
 
 

@@ -19,14 +19,13 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rag.core.config import with_overrides
+from rag.evaluate import Outcome, ServiceSystem, evaluate, load_questions, metrics_table
+from rag.ingest.papers import load_papers
+from rag.service import RagService
 
-from rag.core.config import with_overrides  # noqa: E402
-from rag.evaluate import Outcome, ServiceSystem, evaluate, load_questions, metrics_table  # noqa: E402
-from rag.ingest.papers import load_papers  # noqa: E402
-from rag.service import RagService  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+
 
 FULL_LIST = ROOT.parent / "shared" / "corpus" / "iclr2025.jsonl.gz"
 

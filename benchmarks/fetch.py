@@ -21,13 +21,14 @@ import time
 from itertools import islice
 from pathlib import Path
 
+from rag.core.config import FetchConfig
+from rag.ingest.fetch import fetch_venue
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+# Helpers shared with the tests live in tests/ as plain modules, not in the installed package.
+sys.path.insert(0, str(ROOT / "tests"))
 
 from openreview_server import FixtureServer, OpenReviewFixture  # noqa: E402
-
-from rag.core.config import FetchConfig  # noqa: E402
-from rag.ingest.fetch import fetch_venue  # noqa: E402
 
 VENUE = "ICLR.cc/2025/Conference"
 VENUEID = {

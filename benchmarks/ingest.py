@@ -93,7 +93,6 @@ def run_in_child(name: str, backend: str, args: argparse.Namespace, work: Path, 
 
 def run_child(args: argparse.Namespace) -> dict:
     """One pipeline in this process; returns its figures."""
-    sys.path.insert(0, str(ROOT))
     sample = args.work / "sample.jsonl"
     shutil.rmtree(args.keep, ignore_errors=True)
     if args.child == "textbook":

@@ -28,15 +28,15 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from rag.core.config import BUNDLED_SEEDS, with_overrides
+from rag.service import RagService
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+# Helpers shared with the tests live in tests/ as plain modules, not in the installed package.
 sys.path.insert(0, str(ROOT / "tests"))
 
 from loadgen import RssSampler, expectations, plan, rss_mib, run_users, seed_questions, summary  # noqa: E402
 from servers import AppProcess  # noqa: E402
-
-from rag.core.config import BUNDLED_SEEDS, with_overrides  # noqa: E402
-from rag.service import RagService  # noqa: E402
 
 
 def main() -> int:

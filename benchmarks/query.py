@@ -20,12 +20,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from rag.core.config import with_overrides
+from rag.evaluate import ServiceSystem, evaluate, load_questions, metrics_table
+from rag.service import RagService
 
-from rag.core.config import with_overrides  # noqa: E402
-from rag.evaluate import ServiceSystem, evaluate, load_questions, metrics_table  # noqa: E402
-from rag.service import RagService  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> int:

@@ -16,16 +16,15 @@ import json
 import multiprocessing
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from rag.core.config import with_overrides
+from rag.service import RagService
 
-from rag.core.config import with_overrides  # noqa: E402
-from rag.service import RagService  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+
 
 QUESTIONS = ROOT / "tests" / "eval" / "seed_questions.jsonl"
 

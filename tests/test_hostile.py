@@ -15,10 +15,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from clirun import rag
 from conftest import settings_for, write_jsonl
 from loadgen import HOST
 from servers import free_port
-from test_cli import rag
 
 from rag.core.errors import InputError
 from rag.service import RagService

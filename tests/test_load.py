@@ -595,12 +595,9 @@ def test_a_flood_from_one_client_gets_busy_messages_and_others_are_still_served(
 @pytest.mark.browser
 @pytest.mark.timeout(300)
 def test_the_page_says_busy_when_the_queue_is_full(seed_index, embeddings, pool):
-    from test_browser import CHROMIUM, CHROMIUM_ARGS
+    from chromium import CHROMIUM, CHROMIUM_ARGS, require_chromium
 
-    if not CHROMIUM.exists():
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"{CHROMIUM} is not installed")
-        pytest.skip(f"{CHROMIUM} is not installed")
+    require_chromium()
     from playwright.sync_api import sync_playwright
 
     item = pool[0]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -119,7 +120,7 @@ class EvidencePicker:
             return []
         best, margin = scored[0], self.answer.evidence_margin
         if SEVERAL.search(question):  # each paper that passed refusal on its own gets its best sentence
-            firsts = {}
+            firsts: dict[int, Evidence] = {}
             for item in scored:
                 firsts.setdefault(item.number, item)
             close = [e for e in firsts.values() if e is not best and self.passes(sources[e.number - 1])]
@@ -195,7 +196,7 @@ def proposal_position(source: Source) -> int:
     return next((i for i, sentence in enumerate(sentences) if PROPOSAL.search(sentence)), 0)
 
 
-def rarity_weights(question: str, sentences: list[str], ignore: set[str] = frozenset()) -> dict[str, float]:
+def rarity_weights(question: str, sentences: list[str], ignore: AbstractSet[str] = frozenset()) -> dict[str, float]:
     """The question's content words (6-letter stems) that some candidate sentence holds, weighted
     by inverse sentence frequency: rare among the candidates means telling."""
     stems = content_stems(question) - ignore

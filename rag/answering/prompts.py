@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 
 from rag.core.markers import MARKER, split_sentences
+from rag.core.text import EVIDENCE_STOPWORDS
 from rag.core.types import Source
 
 # ANSWER_PROMPT and REWRITE_PROMPT, LangChain chat prompts, are built from these on first use (see
@@ -133,19 +134,11 @@ def format_history(history: list[tuple[str, str]]) -> str:
     return "\n".join(lines)
 
 
-STOPWORDS = frozenset(
-    "about after also and any are been being both but can could did does doing each for from had has have how "
-    "into its itself just more most much not only other paper papers same should some such than that the their "
-    "them then there these they this those through use used uses using very was were what when where which "
-    "while who whom why will with would your method model models approach work".split()
-)
-
-
 def content_stems(text: str) -> set[str]:
     """The first six letters of each meaningful word of four letters or more, so that 'evaluate'
     and 'evaluated' or 'dataset' and 'datasets' compare equal."""
     words = re.findall(r"[a-z0-9][a-z0-9\-]{3,}", text.lower())
-    return {word[:6] for word in words if word not in STOPWORDS}
+    return {word[:6] for word in words if word not in EVIDENCE_STOPWORDS}
 
 
 REWRITE_LABEL = re.compile(r"^\s*(?:(?:rewritten|standalone|new|last)\s+)?question\s*:\s*", re.IGNORECASE)

@@ -33,7 +33,7 @@ from rag.answering.prompts import (
     format_sources,
 )
 from rag.core.config import LLMConfig, ProviderName, Settings
-from rag.core.errors import ModelError
+from rag.core.errors import ModelError, first_line
 from rag.core.types import Source
 from rag.index.embeddings import packaged_file
 
@@ -212,8 +212,8 @@ def describe_model_error(error: BaseException) -> str:
         return "the model server's reply held no answer (is it OpenAI-compatible?)"
     if "JSONDecodeError" in names:
         return "the model server's reply is not valid JSON"
-    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    return f"{type(error).__name__}: {text}"[:300] if text else type(error).__name__
+    name = type(error).__name__
+    return f"{name}: {first_line(error)}"[:300] if str(error).strip() else name
 
 
 def bundled_gguf() -> Path:
@@ -231,8 +231,8 @@ def llamacpp_provider(settings: Settings, embeddings: Embeddings) -> Provider:
             raise ModelError(f"llamacpp: {path} is not a GGUF model file")
     threads = llm.n_threads or os.cpu_count() or 1
     # llama.cpp's threads meet at a barrier after every step, and OpenMP's default has waiting threads
-    # spin: on a busy machine one descheduled thread stalls the others at each barrier. On the loaded
-    # 2-core machine a cold answer took 44 s spinning, 5.7 s passive (issue 18). Read by the OpenMP
+    # spin: on a busy machine one descheduled thread stalls the others at each barrier, which made a
+    # cold answer several times slower (issue 18; docs/benchmarks.md, "A cold `rag ask`"). Read by the OpenMP
     # runtime when it loads, with llama_cpp, so set before the import; a user's own setting wins.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:

@@ -347,13 +347,18 @@ class Settings(BaseSettings):
 
     @classmethod
     def settings_customise_sources(
-        cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # Environment variables override the YAML values passed in as init arguments.
         return (env_settings, init_settings)
 
 
-def load_config(config: str | os.PathLike | Settings | None = None) -> Settings:
+def load_config(config: str | os.PathLike[str] | Settings | None = None) -> Settings:
     """Return the settings for a config name (`configs/NAME.yaml`), a YAML path, or a Settings.
 
     None means `$RAG_CONFIG`, else `default`. A file other than `default.yaml` is an overlay
@@ -377,7 +382,7 @@ def load_config(config: str | os.PathLike | Settings | None = None) -> Settings:
         raise _invalid(err, lambda loc: _origin(loc, [default, path])) from None
 
 
-def with_overrides(config: str | os.PathLike | Settings | None = None, **sections: dict[str, Any]) -> Settings:
+def with_overrides(config: str | os.PathLike[str] | Settings | None = None, **sections: dict[str, Any]) -> Settings:
     """`load_config(config)` with some keys of its sections replaced, e.g.
     `with_overrides("extractive", vectorstore={"path": "/tmp/index"}, retrieval={"mode": "bm25"})`.
 
@@ -420,7 +425,7 @@ def _invalid(err: ValidationError, origin: Callable[[tuple], str], prefix: tuple
     return ConfigError(f"{origin(loc)}: {'.'.join(map(str, loc))}: {first['msg']}")
 
 
-def _origin(loc: tuple, files: list[Path]) -> str:
+def _origin(loc: tuple[int | str, ...], files: list[Path]) -> str:
     """Where a bad value came from: its environment variable if one is set, else the last file setting it."""
     parts = [str(part) for part in loc]
     for depth in range(len(parts), 0, -1):
@@ -449,7 +454,7 @@ def config_names() -> list[str]:
     return sorted({path.stem for folder in CONFIG_DIRS if folder.is_dir() for path in folder.glob("*.yaml")})
 
 
-def _find_config_file(name: str | os.PathLike) -> Path:
+def _find_config_file(name: str | os.PathLike[str]) -> Path:
     path = Path(name)
     if path.suffix in (".yaml", ".yml") or path.parent != Path("."):
         if path.is_file():

@@ -27,3 +27,12 @@ class ModelError(RagError):
 
 class FetchError(RagError):
     """A paper source that cannot be read: a venue that does not exist, no network, a refusing server."""
+
+
+def first_line(error: object) -> str:
+    """The first line of an error's message, for a one-line report: what follows (a traceback, a
+    server's body) is for a debugger. An exception without a message gives its type's name."""
+    text = str(error).strip()
+    if text:
+        return text.splitlines()[0]
+    return type(error).__name__ if isinstance(error, BaseException) else ""

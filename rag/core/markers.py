@@ -32,5 +32,7 @@ def attach_marker(sentence: str, numbers: Sequence[int]) -> str:
     """Put markers before the sentence's closing punctuation: 'It works [2].'"""
     if not numbers:
         return sentence
-    body, end = re.match(r"(.*?)([.!?]*)$", sentence, re.DOTALL).groups()
+    match = re.match(r"(.*?)([.!?]*)$", sentence, re.DOTALL)
+    assert match is not None  # both groups may be empty: the pattern matches any string
+    body, end = match.groups()
     return f"{body.rstrip()} {format_marker(numbers)}{end}"

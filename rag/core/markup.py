@@ -12,8 +12,10 @@ pylatexenc cannot parse (say, thousands of nested braces) is shown as it is.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import cache
 from html import escape
+from typing import Any, cast
 
 from pylatexenc import latex2text, latexwalker
 from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec
@@ -95,15 +97,16 @@ def latex_to_text(text: str) -> str:
     return SPACES.sub(" ", converted.replace("\xa0", " ").replace(TILDE, "~"))
 
 
-class KeepingUnknownMacros(LatexNodes2Text):
+# pylatexenc has no type hints: its classes and nodes are Any to mypy.
+class KeepingUnknownMacros(LatexNodes2Text):  # type: ignore[misc]
     """Shows a macro it has no text for as written (`\\model`): an author's own macro is still a name."""
 
-    def macro_node_to_text(self, node) -> str:
+    def macro_node_to_text(self, node: Any) -> str:
         if node.macroname in STYLE_MACROS:
             return ""
         if self.latex_context.get_macro_spec(node.macroname) is None:
-            return node.latex_verbatim()
-        return super().macro_node_to_text(node)
+            return cast(str, node.latex_verbatim())
+        return cast(str, super().macro_node_to_text(node))
 
 
 @cache
@@ -123,10 +126,10 @@ def latex_converter() -> tuple[LatexContextDb, KeepingUnknownMacros]:
     return walker_context, KeepingUnknownMacros(latex_context=text_context, math_mode="text")
 
 
-def last_argument(template: str):
+def last_argument(template: str) -> Callable[[Any, LatexNodes2Text], str]:
     """A macro's text: its last argument's text in `template`, or nothing when that is empty or missing."""
 
-    def text(node, l2tobj: LatexNodes2Text) -> str:
+    def text(node: Any, l2tobj: LatexNodes2Text) -> str:
         arguments = [arg for arg in (node.nodeargd.argnlist if node.nodeargd else []) if arg is not None]
         inner = l2tobj.nodelist_to_text(arguments[-1:]).strip()
         return template.format(inner) if inner else ""
@@ -134,6 +137,6 @@ def last_argument(template: str):
     return text
 
 
-def abbreviation(text: str):
+def abbreviation(text: str) -> Callable[[Any], str]:
     """A macro's text: `text` and the space LaTeX took as the end of the macro's name (`\\ie x` -> `i.e. x`)."""
     return lambda node: text + node.macro_post_space

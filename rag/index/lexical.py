@@ -33,6 +33,7 @@ import numpy as np
 
 from rag.core.errors import StoreError
 from rag.core.filters import FIELDS, Filters, column
+from rag.core.text import SEARCH_STOPWORDS as STOPWORDS
 from rag.index.store import Revision
 
 if TYPE_CHECKING:
@@ -41,18 +42,6 @@ if TYPE_CHECKING:
 LEXICAL_VERSION = 4  # bump when the tokenizer or the files change, so old builds are rebuilt
 # Letters and digits only: "_Jump Your Steps_" (Markdown emphasis in abstracts) must give "jump".
 TOKEN = re.compile(r"[^\W_]{2,}")
-# Lucene's English stop words (bm25s' list) plus the words every question and abstract is made of:
-# matching "which" or "propose" says nothing about which paper is meant.
-STOPWORDS = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the their then there these "
-    "they this to was will with what which how why when where who whom whose does do did can could would should "
-    "may might must has have had been being we our us you your i me my its from than so also any some all each "
-    "other more most about over under between within without via using use used uses based paper papers work "
-    "study studies approach approaches method methods propose proposed proposes present presents introduce "
-    "introduced introduces show shows shown new novel existing way ways one two both e g eg ie etc like well "
-    "there here those them he she his her only whether while per kind kinds type types try tries tried trying "
-    "make makes made help helps get gets able need needs exist exists specific particular certain various".split()
-)
 
 
 class Bm25Index:

@@ -3,8 +3,8 @@
 The export is made from the local weights on first use and kept in a cache folder, under a name
 derived from the model's files and the export recipe, so a changed model or recipe gets a new
 export and never a stale one. The graph takes token ids and returns the normalised mean-pooled
-sentence vector, exactly what the model's sentence-transformers pipeline computes (cosine to the
-torch vectors > 0.9999; the int8 one stays >= 0.98 per text, ~0.993 on average; see docs/operations.md).
+sentence vector, exactly what the model's sentence-transformers pipeline computes; the int8 one
+moves the vectors slightly (the measured cosines: docs/operations.md, "Embedding backends").
 
 Why not sentence-transformers' own ONNX backend: it needs `optimum`, whose releases pin a
 `transformers` that cannot coexist with Gradio 6.
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from rag.core.errors import ModelError
+from rag.core.errors import ModelError, first_line
 
 if TYPE_CHECKING:
     from rag.index.embeddings import WordPieces
@@ -69,7 +69,7 @@ def _build(target: Path, write: Callable[[Path], None], doing: str) -> None:
         write(tmp)
         os.replace(tmp, target)
     except (OSError, RuntimeError, ValueError) as err:
-        raise ModelError(f"cannot build the ONNX model {target}: {str(err).splitlines()[0]}") from None
+        raise ModelError(f"cannot build the ONNX model {target}: {first_line(err)}") from None
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -102,7 +102,7 @@ def export_onnx(model_dir: Path, path: Path) -> None:
 
     with torch.no_grad(), warnings.catch_warnings():
         # The tracer warns about shape-dependent branches in the attention mask code; the exported
-        # graph is checked against the torch vectors in tests/test_embeddings.py for many shapes.
+        # graph is checked against the torch vectors in tests/index/test_embeddings.py for many shapes.
         warnings.simplefilter("ignore")
         torch.onnx.export(
             SentenceEncoder(model),
@@ -167,14 +167,14 @@ class OnnxEmbeddings(Embeddings):
         if threads:
             options.intra_op_num_threads = threads
         # Idle worker threads sleep instead of spinning: a spinning thread takes a core from the other
-        # threads of this process and from other processes. With 2 threads on a loaded 2-core machine, a
-        # question embedded in 23.6 ms instead of 29.7 (p50), and ingest lost nothing (23.6 s against
-        # 25.7 for 256 chunks).
+        # threads of this process and from other processes. On a loaded 2-core machine questions were
+        # embedded faster and ingest lost nothing (docs/benchmarks.md, "Where a cold extractive answer's
+        # time goes").
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             self.session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
         except Exception as err:  # onnxruntime raises its own unnamed Fail/InvalidGraph types
-            raise ModelError(f"cannot load the ONNX model {model_file}: {str(err).splitlines()[0]}") from None
+            raise ModelError(f"cannot load the ONNX model {model_file}: {first_line(err)}") from None
         self.model_file = Path(model_file)
         self.tokenizer = tokenizer
         self.batch_size = batch_size
@@ -200,8 +200,8 @@ class OnnxEmbeddings(Embeddings):
         """Positions in `ids`, shortest first, in batches of at most `batch_size` whose padding
         stays under MAX_PADDING of their tokens.
 
-        Every row of a batch is padded to its longest; the 44 sentences an extractive answer ranks
-        (14 to 59 tokens) took 75% padding in one batch, and 25% less CPU time cut this way.
+        Every row of a batch is padded to its longest; the sentences an extractive answer ranks differ
+        enough in length that one batch is mostly padding (measured: docs/benchmarks.md, "Less padding").
         """
         batch: list[int] = []
         tokens = 0

@@ -24,7 +24,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from rag.core.config import Settings, VectorstoreConfig
-from rag.core.errors import StoreError
+from rag.core.errors import StoreError, first_line
 from rag.index.embeddings import model_label
 from rag.ingest.papers import PaperRecord
 
@@ -71,7 +71,7 @@ def open_client(config: VectorstoreConfig):
             settings=settings,
         )
     except Exception as err:  # chromadb raises bare Exception/ValueError subclasses for connection failures
-        raise StoreError(f"cannot reach the Chroma server at {config.host}:{config.port}: {_first_line(err)}") from None
+        raise StoreError(f"cannot reach the Chroma server at {config.host}:{config.port}: {first_line(err)}") from None
     return ServerCalls(client, f"{config.host}:{config.port}", config.retries)
 
 
@@ -111,13 +111,13 @@ class ServerCalls:
             except httpx.TransportError as err:
                 if attempt >= self._retries:
                     raise StoreError(
-                        f"lost the Chroma server at {self._server}: {_first_line(err)} ({attempt + 1} tries); "
+                        f"lost the Chroma server at {self._server}: {first_line(err)} ({attempt + 1} tries); "
                         "try again when it is back, nothing stored is lost"
                     ) from None
                 time.sleep(0.5 * 2**attempt)
                 attempt += 1
             except (ChromaAuthError, AuthorizationError) as err:
-                raise StoreError(f"the Chroma server at {self._server} refused: {_first_line(err)}") from None
+                raise StoreError(f"the Chroma server at {self._server} refused: {first_line(err)}") from None
             else:
                 return ServerCalls(result, self._server, self._retries) if isinstance(result, Collection) else result
 
@@ -144,7 +144,7 @@ class PaperIndex:
         except StoreError:
             raise  # already names the server
         except Exception as err:
-            raise StoreError(f"cannot open the index {where}: {_first_line(err)}") from None
+            raise StoreError(f"cannot open the index {where}: {first_line(err)}") from None
 
     @functools.cached_property
     def vectorstore(self):
@@ -272,11 +272,6 @@ class PaperIndex:
             for cid, doc, meta, vec in zip(found["ids"], found["documents"], found["metadatas"], found["embeddings"])
         ]
 
-    def search(self, question: str, fetch_k: int, where: dict | None) -> list[tuple[Document, float]]:
-        """Chunks nearest the question with cosine similarity (1 is identical)."""
-        hits = self.vectorstore.similarity_search_with_score(question, k=fetch_k, filter=where or None)
-        return [(doc, 1.0 - distance) for doc, distance in hits]
-
     # -- writes -----------------------------------------------------------------------------
 
     @functools.cached_property
@@ -346,8 +341,3 @@ class PaperIndex:
 def _batched(items: list, size: int) -> Iterable[list]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
-
-
-def _first_line(err: Exception) -> str:
-    text = str(err).strip() or type(err).__name__
-    return text.splitlines()[0]

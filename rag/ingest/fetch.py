@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rag.core.errors import ConfigError, FetchError
+from rag.core.errors import ConfigError, FetchError, first_line
 
 if TYPE_CHECKING:
     from rag.core.config import FetchConfig
@@ -260,11 +260,11 @@ def _client_errors(url: str, venue_id: str) -> Iterator[None]:
         message = detail.get("message", detail) if isinstance(detail, dict) else detail
         if isinstance(detail, dict) and detail.get("name") == "NotFoundError":
             raise FetchError(f"{venue_id}: no such venue at {url}") from None
-        raise FetchError(f"OpenReview at {url} refused: {_first_line(message)}") from None
+        raise FetchError(f"OpenReview at {url} refused: {first_line(message) or 'no detail'}") from None
     except requests.exceptions.RequestException as err:
-        raise FetchError(f"cannot reach OpenReview at {url}: {_first_line(err)}") from None
+        raise FetchError(f"cannot reach OpenReview at {url}: {first_line(err)}") from None
     except ValueError as err:  # a body that is not the JSON the client expects
-        raise FetchError(f"OpenReview at {url} sent an unreadable answer: {_first_line(err)}") from None
+        raise FetchError(f"OpenReview at {url} sent an unreadable answer: {first_line(err)}") from None
 
 
 class _RetryNotes:
@@ -280,8 +280,3 @@ class _RetryNotes:
 
     def flush(self) -> None:
         pass
-
-
-def _first_line(message: Any) -> str:
-    text = str(message).strip() or "no detail"
-    return text.splitlines()[0]

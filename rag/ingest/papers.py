@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rag.core.config import IngestConfig
-from rag.core.errors import InputError
+from rag.core.errors import InputError, first_line
 
 PROPOSAL = re.compile(r"\b(?:we|this (?:paper|work))\s+(?:propose|present|introduce|develop)s?\b", re.IGNORECASE)
 GITHUB_URL = re.compile(r"https?://(?:www\.)?github\.com/[\w.-]+(?:/[\w.-]+)?", re.IGNORECASE)
@@ -160,7 +160,7 @@ class PaperFile:
         try:
             return make_record(self.path, raw, line, self.limits)
         except ValueError as err:
-            self.problem(line, _short(err))
+            self.problem(line, first_line(err))
             return None
 
     def lines(self) -> Iterator[tuple[int, str | None]]:
@@ -187,7 +187,7 @@ class PaperFile:
                         self.problem(number, f"not UTF-8 text (byte 0x{raw[err.start]:02x} at column {err.start + 1})")
                         yield number, None
         except (OSError, EOFError, zlib.error) as err:  # a truncated or corrupt archive, an unreadable file
-            reason = getattr(err, "strerror", None) or _short(err)
+            reason = getattr(err, "strerror", None) or first_line(err)
             if number:
                 self.problem(number + 1, f"cannot read on from here: {reason}; kept the {number:,} lines before")
             else:
@@ -205,7 +205,8 @@ def load_seed_text(file: PaperFile) -> Iterator[PaperRecord]:
 
 def _blocks(lines: Iterable[tuple[int, str | None]]) -> Iterator[tuple[int, str | None]]:
     """(first line, text) of each run of non-blank lines; text is None when one of its lines was skipped."""
-    start, parts, whole = 0, [], True
+    parts: list[str] = []
+    start, whole = 0, True
     for number, text in lines:
         if text is not None and not text.strip():
             if parts or not whole:
@@ -229,7 +230,7 @@ def load_jsonl(file: PaperFile) -> Iterator[PaperRecord]:
         try:
             raw = json.loads(line)
         except ValueError as err:  # json.JSONDecodeError is a ValueError
-            file.problem(number, _short(err))
+            file.problem(number, first_line(err))
             continue
         if not isinstance(raw, dict):
             file.problem(number, "line is not a JSON object")
@@ -252,7 +253,7 @@ def load_csv(file: PaperFile) -> Iterator[PaperRecord]:
         fields = reader.fieldnames
     except csv.Error as err:
         fields = None
-        file.problem(last[0], _short(err))
+        file.problem(last[0], first_line(err))
     if fields is None or "abstract" not in fields:
         file.problem(last[0], "CSV header has no 'abstract' column; skipped the file")
         return
@@ -262,7 +263,7 @@ def load_csv(file: PaperFile) -> Iterator[PaperRecord]:
         except StopIteration:
             return
         except csv.Error as err:  # e.g. a field over csv.field_size_limit(): this row only
-            file.problem(last[0], _short(err))
+            file.problem(last[0], first_line(err))
             continue
         if record := file.record(row, last[0]):
             yield record
@@ -345,7 +346,3 @@ def _skip_rest_of_line(binary) -> int:
         if piece.endswith(b"\n"):
             break
     return skipped
-
-
-def _short(err: Exception) -> str:
-    return str(err).splitlines()[0]

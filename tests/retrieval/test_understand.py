@@ -98,7 +98,7 @@ def test_a_topic_no_paper_is_about_is_refused_with_the_line(moe):
 
 
 def test_the_cli_names_the_understood_filters_and_json_carries_them(moe_index):
-    from test_cli import rag
+    from clirun import rag
 
     question = "Which oral papers are about mixture-of-experts?"
     shown = rag("ask", question, index=moe_index)

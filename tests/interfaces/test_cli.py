@@ -10,16 +10,10 @@ import sys
 import time
 
 import pytest
+from clirun import rag
 from terminal import run_on_terminal
 
 pytestmark = pytest.mark.slow
-
-
-def rag(*args, index, config="extractive", timeout=300, **env):
-    environment = {**os.environ, "RAG_CONFIG": config, "RAG_VECTORSTORE__PATH": str(index), **env}
-    return subprocess.run(
-        [sys.executable, "-m", "rag.cli", *args], capture_output=True, text=True, timeout=timeout, env=environment
-    )
 
 
 SOURCES = "\n\nSources, best match first (* cited):\n"

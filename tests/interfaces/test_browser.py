@@ -6,11 +6,11 @@ it is missing the tests are skipped, except in CI (CI=true), where that is a fai
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import pytest
+from chromium import CHROMIUM, CHROMIUM_ARGS, require_chromium
 from conftest import SEED_FILE, settings_for, write_jsonl
 from servers import AppProcess, free_port
 
@@ -19,16 +19,6 @@ from rag.service import RagService
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 SCREENSHOTS = PROJECT_ROOT / "test-output"
 RXNFLOW = "How does RxnFlow keep generated molecules synthesizable?"
 RXNFLOW_REPO = "https://github.com/SeonghwanSeo/RxnFlow"
@@ -52,11 +42,7 @@ FINAL = "#rag-chat .rag-answer:not(.rag-streaming)"
 
 @pytest.fixture(scope="module")
 def browser():
-    if not CHROMIUM.exists():
-        reason = f"{CHROMIUM} is not installed (apt-get install -y chromium)"
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+    require_chromium()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

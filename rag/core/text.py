@@ -1,0 +1,27 @@
+"""Stop words: the words dropped before matching a question's words against a paper or a sentence."""
+
+from __future__ import annotations
+
+# English function words (from Lucene's list, as in bm25s), question words, and the words of research
+# writing that every abstract uses: matching "which" or "paper" says nothing about which paper is meant.
+STOPWORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their then there "
+    "these they this to was will with what which how why when where who whom does do did can could would "
+    "should may has have had been being we our us you your i me my its from than so also any some all "
+    "each other more most about via using use used uses paper papers work approach method new way one two "
+    "both e g eg ie etc those them he she his her only while per try get".split()
+)
+
+# BM25 retrieval (rag/index/lexical.py) also drops the verbs and adjectives of research writing, which
+# every abstract has: matching "propose" or "novel" would rank papers by how they are written.
+SEARCH_STOPWORDS = STOPWORDS | frozenset(
+    "whose might must over under between within without based study studies approaches methods propose "
+    "proposed proposes present presents introduce introduced introduces show shows shown novel existing "
+    "ways like well here whether kind kinds type types tries tried trying make makes made help helps gets "
+    "able need needs exist exists specific particular certain various".split()
+)
+
+# Evidence scoring and follow-up questions (content_stems in rag/answering/prompts.py) also drop these.
+# The two additions are kept as each place had them: making them one would change rankings or answers,
+# which needs an evaluation run first (docs/evaluation.md, docs/answers.md).
+EVIDENCE_STOPWORDS = STOPWORDS | frozenset("after doing itself just much same through very were model models".split())
