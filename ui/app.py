@@ -211,7 +211,7 @@ def build_app(service: RagService) -> gr.Blocks:
                 panel = gr.HTML(sources_panel_html(None, 0), elem_id="rag-sources", js_on_load=None)
 
         outputs = [chatbot, answers, panel, question]
-        respond = {
+        respond: dict[str, Any] = {
             "fn": handlers.respond,
             "inputs": [question, chatbot, answers, *pickers],
             "outputs": outputs,
@@ -219,12 +219,17 @@ def build_app(service: RagService) -> gr.Blocks:
             "concurrency_id": "answer",
             "show_progress": "minimal",
         }
-        show_chips = {"fn": handlers.chips, "inputs": [answers], "outputs": [understood], "api_visibility": "private"}
+        show_chips: dict[str, Any] = {
+            "fn": handlers.chips,
+            "inputs": [answers],
+            "outputs": [understood],
+            "api_visibility": "private",
+        }
         gr.on([question.submit, ask.click], **respond).then(**show_chips)
         examples.load_input_event.then(**respond).then(**show_chips)
-        understood.input(
-            **(respond | {"fn": handlers.drop_understood, "inputs": [understood, chatbot, answers, *pickers]})
-        ).then(**show_chips)
+        redo: dict[str, Any] = {**respond, "fn": handlers.drop_understood}
+        redo["inputs"] = [understood, chatbot, answers, *pickers]
+        understood.input(**redo).then(**show_chips)
         clear.click(handlers.clear, outputs=outputs, api_visibility="private", queue=False).then(**show_chips)
         chatbot.select(handlers.show_sources, inputs=[answers], outputs=[panel], api_visibility="private")
         demo.load(handlers.header, outputs=[header], api_visibility="private")

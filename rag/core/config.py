@@ -418,7 +418,9 @@ def check_environment() -> None:
                 raise ConfigError(f"environment variable {variable}: unknown key '{section}.{key}' (valid: {valid})")
 
 
-def _invalid(err: ValidationError, origin: Callable[[tuple], str], prefix: tuple = ()) -> ConfigError:
+def _invalid(
+    err: ValidationError, origin: Callable[[tuple[int | str, ...]], str], prefix: tuple[str, ...] = ()
+) -> ConfigError:
     """The first problem as one line: where the value came from, its key, what is wrong."""
     first = err.errors()[0]
     loc = prefix + tuple(first["loc"])

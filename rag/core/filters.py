@@ -105,9 +105,9 @@ class Filters:
         """The fields that restrict something, as the APIs take them (a `FilterSpec` dict)."""
         return {spec.name: list(value) if isinstance(value, tuple) else value for spec, value in self.active()}
 
-    def where(self) -> dict | None:
+    def where(self) -> dict[str, Any] | None:
         """The Chroma metadata filter for the fields Chroma can match itself (not substrings)."""
-        clauses: list[dict] = []
+        clauses: list[dict[str, Any]] = []
         for spec, value in self.active():
             if spec.match == "one_of":
                 clauses.append({spec.stored: {"$in": list(value)}})
@@ -134,9 +134,10 @@ class Filters:
     @classmethod
     def of(cls, **values: Any) -> Filters:
         """Filters from values as JSON, argparse or a UI hold them (lists, None for nothing)."""
-        return cls(
-            **{name: tuple(value or ()) if isinstance(value, list | tuple) else value for name, value in values.items()}
-        )
+        converted: dict[str, Any] = {
+            name: tuple(value or ()) if isinstance(value, list | tuple) else value for name, value in values.items()
+        }
+        return cls(**converted)
 
     @classmethod
     def from_pickers(cls, values: Sequence[list[str] | None]) -> Filters:
@@ -188,7 +189,7 @@ else:
     )
 
 
-def as_filters(filters: Filters | BaseModel | dict | None) -> Filters:
+def as_filters(filters: Filters | BaseModel | dict[str, Any] | None) -> Filters:
     """Filters from any of the forms callers hold; a dict is checked as a `FilterSpec`."""
     if filters is None or isinstance(filters, Filters):
         return filters or Filters()

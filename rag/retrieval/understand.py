@@ -156,13 +156,13 @@ def understand(question: str) -> Understood:
             if not any(start <= match.start("words") < end for start, end in cuts):
                 take(match, match["words"])
     author = ""
-    if match := AUTHOR.search(question):
-        author = match["author"] or match["with"]
-        cuts.append(match.span())
+    if by := AUTHOR.search(question):
+        author = by["author"] or by["with"]
+        cuts.append(by.span())
     has_code = None
-    if match := WITH_CODE.search(question):
+    if code := WITH_CODE.search(question):
         has_code = True
-        cuts.append(match.span())
+        cuts.append(code.span())
     filters = Filters.of(status=statuses, primary_area=areas, author=author, has_code=has_code)
     text = _cut(question, cuts)
     kind, compared = _kind(question, text)
