@@ -12,14 +12,16 @@ from conftest import FULL_LIST, SEED_FILE, write_jsonl
 from rag.cli import main
 from rag.core.config import PROJECT_ROOT
 from rag.core.errors import InputError
+from rag.core.filters import FIELDS, Filters, column
 from rag.evaluate import Outcome, Question, ServiceSystem, evaluate, load_questions
 from rag.facts import contains_fact, missing_facts, normalize
-from rag.ingest.papers import load_papers
+from rag.ingest.papers import PaperRecord, load_papers, make_record
 
 EVAL_DIR = PROJECT_ROOT / "tests" / "eval"
 SEED_QUESTIONS = EVAL_DIR / "seed_questions.jsonl"
 QUESTION_FILES = ("seed_questions.jsonl", "full_questions.jsonl", "researcher_questions.jsonl")
 FLOOR = EVAL_DIR / "floor.json"
+LIST_QUESTIONS = "list_questions.jsonl"
 
 
 def test_question_files_are_read_by_split_and_bad_lines_are_named(tmp_path):
@@ -230,3 +232,49 @@ def test_missing_facts_lists_the_unstated_facts_in_order_and_refuses_an_empty_fa
     assert missing_facts(answer, []) == []
     with pytest.raises(ValueError, match="at least one word"):
         contains_fact(answer, " -- ")
+
+
+@cache
+def full_list_records() -> dict[str, PaperRecord]:
+    """Every paper of the full ICLR 2025 list as the product reads it (authors, status, area, GitHub links), by id."""
+    with gzip.open(FULL_LIST, "rt", encoding="utf-8") as lines:
+        return {record.paper_id: record for record in (make_record(FULL_LIST, json.loads(line)) for line in lines)}
+
+
+def test_list_questions_are_well_formed():
+    """list_questions.jsonl: many-paper questions whose `filters` hold what the question states in words, in the
+    form `Filters` takes; compare items name exactly two papers, list and count items 2 to 40."""
+    items = question_lines(LIST_QUESTIONS)
+    assert {spec.name for spec in FIELDS} == {"status", "primary_area", "author", "has_code"}
+    for number, item in enumerate(items, start=1):
+        where = f"{LIST_QUESTIONS}:{number}"
+        assert set(item) == {"question", "kind", "filters", "topic", "gold", "split", "how"}, where
+        assert item["kind"] in {"list", "count", "compare"} and item["split"] in {"dev", "test"}, where
+        assert item["question"].strip() and item["topic"].strip() and item["how"].strip(), where
+        assert set(item["filters"]) <= {"status", "primary_area", "author", "has_code"}, where
+        assert all(value not in ([], "", None) for value in item["filters"].values()), where
+        assert item["filters"].get("has_code", True) is True, where
+        Filters.of(**item["filters"])  # the product's Filters take them as they are
+        gold = item["gold"]
+        assert len(set(gold)) == len(gold), f"{where}: a gold id is repeated"
+        assert len(gold) == 2 if item["kind"] == "compare" else 2 <= len(gold) <= 40, where
+    assert {item["split"] for item in items} == {"dev", "test"}
+    assert {item["kind"] for item in items} == {"list", "count", "compare"}
+
+
+def test_every_list_question_gold_paper_exists_and_matches_the_stated_filters():
+    """Each gold paper is in the full list and passes the question's filters by the product's own rule
+    (`Filters.matches` over the stored metadata: status and area one of, author a case-blind substring,
+    has_code a GitHub link in the abstract)."""
+    if not FULL_LIST.exists():
+        pytest.skip(f"{FULL_LIST} is not here; set RAG_TEST_FULL_LIST to the ICLR 2025 list to check {LIST_QUESTIONS}")
+    records = full_list_records()
+    for number, item in enumerate(question_lines(LIST_QUESTIONS), start=1):
+        where = f"{LIST_QUESTIONS}:{number}"
+        missing = [paper_id for paper_id in item["gold"] if paper_id not in records]
+        assert not missing, f"{where}: not in the full list: {missing}"
+        stored = [records[paper_id].description() for paper_id in item["gold"]]
+        columns = {spec.stored: column(spec, [meta[spec.stored] for meta in stored]) for spec in FIELDS}
+        admitted = Filters.of(**item["filters"]).matches(columns)
+        outside = [paper_id for paper_id, ok in zip(item["gold"], admitted) if not ok]
+        assert not outside, f"{where}: gold papers outside the stated filters: {outside}"
