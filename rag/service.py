@@ -34,7 +34,7 @@ from rag.ingest.papers import load_papers
 from rag.ingest.pipeline import IngestReport, ingest_papers
 from rag.retrieval.refusal import refusal_reason
 from rag.retrieval.search import Retriever
-from rag.retrieval.understand import Understood, without_kind_words
+from rag.retrieval.understand import Understood, alternatives, without_kind_words
 from rag.retrieval.understand import understand as understand_question
 
 if TYPE_CHECKING:
@@ -286,8 +286,9 @@ class RagService:
         }
         if understood.kind in ("list", "count"):
             topic = without_kind_words(understood)
-            ranked = self.retrieve(topic.text, self.config.questions.list_cap, applied)
-            answer = list_answer(topic, applied, ranked, self.config, **stamp)
+            cap = self.config.questions.list_cap
+            rankings = [self.retrieve(text, cap, applied) for text in alternatives(topic.text)]
+            answer = list_answer(topic, applied, rankings, self.config, **stamp)
         elif understood.kind == "compare":
             answer = compare_answer(understood, self._compared(understood, applied), **stamp)
         else:

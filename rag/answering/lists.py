@@ -1,10 +1,13 @@
 """Answers about many papers: a list, a count, or two papers side by side. No model needed.
 
 A list or count ranks up to `questions.list_cap` papers of the (filtered) index for the topic and
-keeps those whose evidence (best passage cosine + weighted share of the topic's words, as refusal
-measures it) reaches `questions.list_min_evidence`: that is where the line for "about the topic" is
-drawn, measured on tests/eval/list_questions.jsonl (docs/evaluation.md). Each paper comes with
-the sentence of its passages that holds most of the topic's words, quoted and cited.
+keeps those on it: evidence (best passage cosine + weighted share of the topic's words, as refusal
+measures it) at least `list_min_evidence` and at least `list_relative_evidence` of the best paper's,
+and a BM25 score at least `list_relative_bm25` of the best one (a paper about the topic says its
+words often, one that mentions it in passing does not). The line is relative because how closely
+papers match depends on how a topic is worded; it was chosen on tests/eval/list_questions.jsonl
+(docs/evaluation.md). Each paper comes with the sentence of its passages that holds most of the
+topic's words, quoted and cited.
 """
 
 from __future__ import annotations
@@ -20,18 +23,34 @@ from rag.retrieval.understand import Understood
 
 
 def on_topic(sources: list[Source], config: Settings) -> list[Source]:
-    """The sources on the topic: those whose evidence reaches the list line, in rank order."""
-    return [source for source in sources if evidence(source) >= config.questions.list_min_evidence]
+    """The sources on the topic, in rank order (see the module's docstring for the line)."""
+    line = config.questions
+    best_evidence = max(map(evidence, sources), default=0.0)
+    best_bm25 = max((float(source.match.get("bm25", 0.0)) for source in sources), default=0.0)
+    return [
+        source
+        for source in sources
+        if evidence(source) >= max(line.list_min_evidence, line.list_relative_evidence * best_evidence)
+        and float(source.match.get("bm25", 0.0)) >= line.list_relative_bm25 * best_bm25
+    ]
 
 
-def list_answer(asked: Understood, applied: Filters, ranked: list[Source], settings: Settings, **stamp) -> Answer:
-    """Every ranked paper on the topic, each with why it matches; a count says how many first."""
-    listed = on_topic(ranked, settings)
+def list_answer(
+    asked: Understood, applied: Filters, rankings: list[list[Source]], settings: Settings, **stamp
+) -> Answer:
+    """Every ranked paper on the topic, each with why it matches; a count says how many first.
+
+    `rankings`: one per alternative of the topic ("flow matching or rectified flow" has two); a paper
+    on any of them is listed, once."""
+    listed = list({s.paper_id: s for ranked in rankings for s in on_topic(ranked, settings)}.values())
+    ranked = max(rankings, key=len)
     cap = settings.questions.list_cap
     scope = _scope(applied)
     line = (
-        f"listed: evidence ≥ {settings.questions.list_min_evidence:.2f} (best passage similarity + share of the "
-        f"topic's words), among the {len(ranked)} best-ranked of {scope}"
+        f"listed: evidence (best passage similarity + share of the topic's words) ≥ "
+        f"{settings.questions.list_min_evidence:.2f} and ≥ {settings.questions.list_relative_evidence:.0%} of the "
+        f"best paper's, BM25 ≥ {settings.questions.list_relative_bm25:.0%} of the best, among the {len(ranked)} "
+        f"best-ranked of {scope}"
     )
     fields = {"kind": asked.kind, "line": line, "count": len(listed), **stamp}
     if not listed:

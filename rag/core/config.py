@@ -283,12 +283,20 @@ class QuestionsConfig(Section):
         True, description="Read the kind of question (list, count, compare) and filters stated in words."
     )
     list_cap: int = Field(50, ge=1, le=50, description="Most papers a list or count answer ranks and shows.")
+    # The line for "about the topic", chosen on the dev split of tests/eval/list_questions.jsonl with
+    # benchmarks/lists.py (docs/evaluation.md): a paper is listed when all three hold.
     list_min_evidence: float = Field(
         0.9,
         ge=0,
         le=2,
-        description="A paper is on the topic of a list or count question when its evidence (best passage "
-        "cosine + weighted share of the topic's words) reaches this.",
+        description="List a paper only when its evidence (best passage cosine + weighted share of the topic's "
+        "words, as refusal measures it) reaches this.",
+    )
+    list_relative_evidence: float = Field(
+        0.8, ge=0, le=1, description="... and its evidence is at least this share of the best-ranked paper's."
+    )
+    list_relative_bm25: float = Field(
+        0.5, ge=0, le=1, description="... and its BM25 score is at least this share of the best BM25 score."
     )
 
 

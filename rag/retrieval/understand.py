@@ -82,7 +82,7 @@ AUTHOR = re.compile(
     rf"|\bwith\s+(?P<with>{FULL_NAME})\s+(?:as|among\s+the)\s+(?:an?\s+)?(?:co-?)?authors?\b"
 )
 WITH_CODE = re.compile(
-    r"\b(?:with|that\s+(?:have|has|release|releases|share|shares|provide|provides|link\s+to))\s+"
+    r"\b(?:(?:that\s+)?comes?\s+with|with|that\s+(?:have|has|release|releases|share|shares|provide|provides|link\s+to))\s+"
     r"(?:(?:public|open[- ]source|released|available)\s+)?(?:code|github(?:\s+repos?(?:itories)?)?)\b"
     r"(?:\s+(?:available|released|online))?",
     re.IGNORECASE,
@@ -92,11 +92,12 @@ PLURAL = r"(?:papers|works(?!\s+(?:best|better|well|worse))|submissions|articles
 SEVERAL = rf"(?:[\w-]+\s+){{0,4}}?{PLURAL}\b"
 COUNT = re.compile(rf"^\W*(?:how\s+many|(?:what\s+is\s+)?the\s+number\s+of|count\s+(?:the\s+)?)\s+{SEVERAL}", re.I)
 LIST = re.compile(
-    rf"^\W*(?:(?:which|what)\s+{SEVERAL}|{PLURAL}\s+(?=about|on|that|which|with|by)"
+    rf"^\W*(?:(?:which|what)\s+{SEVERAL}|{SEVERAL}\s+(?=about|on|that|which|with|by)"
     rf"|(?:please\s+)?(?:show|list|find|give|name)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?{SEVERAL}"
     rf"|are\s+there\s+(?:any\s+)?{SEVERAL})",
     re.IGNORECASE,
 )
+ASPECT = re.compile(r"\s+(?:for|in|on|regarding|with\s+respect\s+to|in\s+terms\s+of)\s+", re.IGNORECASE)
 SHORT = r"[\w.+-]+(?:\s+[\w.+-]+){0,3}"  # a method's or paper's name, not a clause
 COMPARE = re.compile(
     r"^\W*(?:compare|contrast)\s+(?P<a>.+?)\s+(?:and|with|to|vs\.?|versus)\s+(?P<b>.+?)\W*$"
@@ -203,17 +204,36 @@ def _kind(question: str, text: str) -> tuple[Kind, tuple[str, ...]]:
     if COUNT.search(question):
         return "count", ()
     if match := COMPARE.search(text):
-        a = match["a"] or match["a2"] or match["a3"]
-        b = match["b"] or match["b2"] or match["b3"]
-        return "compare", (a.strip(), b.strip())
+        named = (match["a"] or match["a2"] or match["a3"], match["b"] or match["b2"] or match["b3"])
+        # "Compare Palu and MatryoshkaKV for KV-cache compression": the names, not what they are for.
+        return "compare", tuple(ASPECT.split(name, maxsplit=1)[0].strip(" '\"“”") for name in named)
     if LIST.search(question):
         return "list", ()
     return "lookup", ()
+
+
+def alternatives(topic: str) -> list[str]:
+    """The topics a "papers on A or B" question joins: ["A", "B"]; a one-word A shares B's object
+    ("compressing or managing the KV cache" -> "compressing the KV cache", "managing the KV cache")."""
+    parts = [part.strip(" ,") for part in re.split(r",?\s+or\s+|,\s+", topic) if part.strip(" ,")]
+    if len(parts) < 2:
+        return [topic]
+    tail = parts[-1].split()[1:]
+    return [f"{part} {' '.join(tail)}" if len(part.split()) == 1 and tail else part for part in parts]
+
+
+GENERIC_VERBS = re.compile(
+    r"^(?:(?:that|which)\s+)?(?:deals?\s+with|dealing\s+with|works?\s+on|focus(?:es)?\s+on|address(?:es)?|tackles?|"
+    r"stud(?:y|ies|ying)|look\s+at|looks\s+at|investigates?|explores?|concern(?:s|ing)?|are\s+about|is\s+about)\s+",
+    re.IGNORECASE,
+)
 
 
 def without_kind_words(understood: Understood) -> Understood:
     """The ranking text without "how many papers" / "show me" lead-ins, which match every abstract."""
     text = COUNT.sub("", understood.text)
     text = LIST.sub("", text)
-    text = re.sub(rf"^\W*(?:{PAPERS}\s+)?(?:are\s+|were\s+|is\s+)?(?:about|on|that|which|study|studying)?\s*", "", text)
+    text = re.sub(rf"^\W*(?:{PAPERS}\s+)?(?:are\s+|were\s+|is\s+)?(?:about|on|that|which)?\s*", "", text)
+    # Verbs that say only "is about": "deal with over-smoothing" ranks as "over-smoothing".
+    text = re.sub(GENERIC_VERBS, "", text)
     return replace(understood, text=text.strip(" ?.!") or understood.text)

@@ -1,0 +1,106 @@
+"""Questions about many papers, measured: filters read from words, list precision and recall, count error.
+
+    python benchmarks/lists.py --index /path/to/full-list/index            # both splits, per question
+    python benchmarks/lists.py --index ... --split dev --lines 0.8,0.9,1.0  # where to draw the line
+
+The index must hold the full ICLR 2025 list (`rag ingest ../shared/corpus/iclr2025.jsonl.gz`, extractive
+config). Questions: tests/eval/list_questions.jsonl (gold sets built by hand, see tests/eval/README.md).
+"No filter invented" is checked on the lookup questions of full_questions.jsonl and
+researcher_questions.jsonl of the same split. Latency is the whole answer, after one warm-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+from rag.core.config import with_overrides
+from rag.core.filters import Filters
+from rag.retrieval.understand import understand
+from rag.service import RagService
+
+ROOT = Path(__file__).resolve().parent.parent
+EVAL = ROOT / "tests" / "eval"
+
+
+def read(path: Path, split: str) -> list[dict]:
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [row for row in rows if split in ("all", row.get("split"))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--index", type=Path, required=True, help="an index folder holding the full list")
+    parser.add_argument("--split", default="all", choices=["dev", "test", "all"])
+    parser.add_argument("--lines", default="", help="list_min_evidence values to compare (default: the config's)")
+    parser.add_argument("--quiet", action="store_true", help="only the summary, not each question")
+    args = parser.parse_args()
+
+    questions = read(EVAL / "list_questions.jsonl", args.split)
+    lookups = [
+        row for name in ("full_questions.jsonl", "researcher_questions.jsonl") for row in read(EVAL / name, args.split)
+    ]
+    print(f"load average {os.getloadavg()[0]:.2f}; {len(questions)} list/count/compare questions ({args.split})")
+    filters_right = sum(understand(q["question"]).filters == Filters.of(**q["filters"]) for q in questions)
+    stated = [q for q in questions if q["filters"]]
+    stated_right = sum(understand(q["question"]).filters == Filters.of(**q["filters"]) for q in stated)
+    invented = [row["question"] for row in lookups if not understand(row["question"]).filters.empty]
+    kinds_right = sum(understand(q["question"]).kind == q["kind"] for q in questions)
+    print(f"filters understood exactly: {stated_right}/{len(stated)} questions that state one")
+    print(f"no filter invented: {len(lookups) - len(invented)}/{len(lookups)} lookup questions {invented or ''}")
+    print(
+        f"all filters right (stated or none): {filters_right}/{len(questions)}; kind right: {kinds_right}/{len(questions)}"
+    )
+
+    lines = [float(x) for x in args.lines.split(",") if x] or [None]
+    for line in lines:
+        measure(args, questions, line)
+    return 0
+
+
+def measure(args: argparse.Namespace, questions: list[dict], line: float | None) -> None:
+    overrides = {"vectorstore": {"path": str(args.index)}}
+    if line is not None:
+        overrides["questions"] = {"list_min_evidence": line}
+    service = RagService(with_overrides("extractive", **overrides))
+    service.answer(questions[0]["question"])  # warm-up: models and indexes loaded
+    precisions, recalls, counts_within, seconds = [], [], [], []
+    for question in questions:
+        started = time.perf_counter()
+        answer = service.answer(question["question"])
+        seconds.append(time.perf_counter() - started)
+        gold = set(question["gold"])
+        shown = {source.paper_id for source in answer.listed}
+        if question["kind"] == "compare":
+            shown = set(answer.cited)
+        precision = len(shown & gold) / len(shown) if shown else 0.0
+        recall = len(shown & gold) / len(gold)
+        if question["kind"] != "compare":
+            precisions.append(precision)
+            recalls.append(recall)
+        within = None
+        if question["kind"] == "count":
+            counted = answer.count or 0
+            within = abs(counted - len(gold)) <= 0.2 * len(gold)
+            counts_within.append(within)
+        if not args.quiet:
+            print(
+                f"  {question['split']:4} {question['kind']:7} gold {len(gold):2} shown {len(shown):2} "
+                f"P {precision:.2f} R {recall:.2f}"
+                + ("" if within is None else f" count {'ok' if within else 'off'}")
+                + f" {seconds[-1] * 1000:5.0f} ms  {question['question'][:70]}"
+            )
+    setting = service.config.questions.list_min_evidence
+    print(
+        f"line {setting:.2f}: list precision {statistics.mean(precisions):.3f}, recall {statistics.mean(recalls):.3f}"
+        f" ({len(precisions)} list/count questions); counts within 20%: {sum(counts_within)}/{len(counts_within)};"
+        f" answer p50 {statistics.median(seconds) * 1000:.0f} ms, max {max(seconds) * 1000:.0f} ms"
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
