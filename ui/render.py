@@ -36,6 +36,8 @@ def answer_html(answer: Answer, turn: int) -> str:
     """The chat bubble of a finished answer: the text with linked `[n]` badges, who wrote it, its sources."""
     if answer.refused:
         return refusal_html(answer)
+    if answer.listed:
+        return list_html(answer, turn)
     parts = [f'<p class="rag-answer">{checked_text_html(answer, turn)}</p>']
     if note := answer.provenance():
         doubt = " rag-by-fallback" if answer.fallback or answer.replaced else ""
@@ -55,6 +57,34 @@ def answer_html(answer: Answer, turn: int) -> str:
         )
         parts.append(f'<p class="rag-list-heading">Sources:</p><ol class="rag-source-list">{items}</ol>')
     return "".join(parts)
+
+
+def list_html(answer: Answer, turn: int) -> str:
+    """A list or count answer as a compact table: badge, linked title, status, area, the quoted sentence.
+
+    The text's first line says how many matched; line n + 1 is paper n, ending with its quote."""
+    head, *lines = answer.text.split("\n")
+    rows = []
+    for number, (source, line) in enumerate(zip(answer.sources, lines), start=1):
+        title = markup_html(source.title)
+        if url := safe_url(source.url):
+            title = f'<a href="{escape(url)}" target="_blank" rel="noopener noreferrer">{title}</a>'
+        quote = line.split(": “", 1)[1].removesuffix("”") if ": “" in line else ""
+        status = source.status or "—"
+        kind = escape(status.lower().replace(" ", "-"))
+        rows.append(
+            f"<tr><td>{badge_html(turn, number, source.title)}</td><td>{title}</td>"
+            f'<td><span class="rag-badge rag-badge-{kind}">{escape(status)}</span></td>'
+            f'<td class="rag-area">{escape(source.primary_area.replace("&amp;", "&"))}</td>'
+            f'<td class="rag-quote">{markup_html(quote)}</td></tr>'
+        )
+    table = (
+        '<table class="rag-list-table"><thead><tr><th></th><th>Paper</th><th>Status</th><th>Area</th>'
+        f"<th>Why it matches</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+    note = f'<p class="rag-by">{escape(answer.provenance() or "")}</p>'
+    line = f'<details class="rag-why"><summary>How the line was drawn</summary>{escape(answer.line or "")}</details>'
+    return f'<p class="rag-answer">{escape(head)}</p>{table}{note}{line}'
 
 
 def refusal_html(answer: Answer) -> str:

@@ -34,6 +34,16 @@ CSS = """
 .rag-state { font-weight: normal; font-size: 0.8em; color: var(--body-text-color-subdued); }
 .rag-facts, .rag-links { font-size: 0.85em; color: var(--body-text-color-subdued); margin: 0.2em 0; }
 .rag-status { font-weight: 600; }
+.rag-list-table { border-collapse: collapse; font-size: 0.9em; margin: 0.4em 0; }
+.rag-list-table th, .rag-list-table td { text-align: left; vertical-align: top; padding: 0.25em 0.4em;
+  border-bottom: 1px solid var(--border-color-primary); }
+.rag-list-table td:first-child { white-space: nowrap; }
+.rag-list-table .rag-area { color: var(--body-text-color-subdued); font-size: 0.85em; max-width: 11em; }
+.rag-list-table .rag-quote { font-size: 0.92em; }
+.rag-badge { border-radius: 0.6em; padding: 0 0.45em; font-size: 0.85em; white-space: nowrap;
+  background: var(--neutral-200); color: var(--neutral-800); }
+.rag-badge-oral, .rag-badge-spotlight { background: #fde7d3; color: #8a3b00; }
+.rag-badge-poster { background: #dcecff; color: #0b4a8b; }
 .rag-passage { font-size: 0.9em; margin-top: 0.3em; line-height: 1.45; }
 .rag-passage mark { background: #fff1a8; color: #1f1f1f; padding: 0 0.1em; }
 #rag-sources { max-height: 760px; overflow-y: auto; }

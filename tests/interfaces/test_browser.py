@@ -269,3 +269,30 @@ def test_python_m_ui_serves_the_app_behind_a_login(tmp_path):
     output = app.log_tail()
     assert f"Chat app running at {app.url}" in output
     assert "NO login" not in output and "Traceback" not in output
+
+
+@pytest.fixture(scope="module")
+def moe_app_url(moe_index, embeddings):
+    """The app over a slice of the real list: mixture-of-experts papers of two statuses, and others."""
+    demo, url = serve(RagService(settings_for(moe_index), embeddings=embeddings))
+    yield url
+    demo.close()
+
+
+def test_an_understood_filter_shows_as_a_chip_that_one_click_drops(page, moe_app_url):
+    open_app(page, moe_app_url)
+    ask(page, "which oral papers are about mixture-of-experts?")
+    statuses = page.locator("#rag-chat .rag-list-table .rag-badge")
+    assert "among the papers with status: Oral" in page.locator(FINAL).last.inner_text()
+    assert statuses.count() >= 3 and set(statuses.all_inner_texts()) == {"Oral"}
+    chip = page.locator("#rag-understood label", has_text="status: Oral")
+    chip.wait_for()
+    assert chip.locator("input").is_checked()
+    chip.click()  # one click: the same question again, without the filter
+    page.wait_for_function("() => document.querySelectorAll('#rag-chat .rag-answer:not(.rag-streaming)').length >= 2")
+    assert "among the papers with status" not in page.locator(FINAL).last.inner_text()
+    last_table = page.locator("#rag-chat .rag-list-table").last
+    assert "Poster" in last_table.locator(".rag-badge").all_inner_texts()
+    page.locator("#rag-understood").wait_for(state="hidden")
+    screenshot(page, "ui-understood-filter.png")
+    assert page.dialogs == []
