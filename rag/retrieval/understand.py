@@ -224,7 +224,7 @@ def alternatives(topic: str) -> list[str]:
 
 GENERIC_VERBS = re.compile(
     r"^(?:(?:that|which)\s+)?(?:deals?\s+with|dealing\s+with|works?\s+on|focus(?:es)?\s+on|address(?:es)?|tackles?|"
-    r"stud(?:y|ies|ying)|look\s+at|looks\s+at|investigates?|explores?|concern(?:s|ing)?|are\s+about|is\s+about)\s+",
+    r"stud(?:y|ies|ying)|us(?:e|es|ing)|look\s+at|looks\s+at|investigates?|explores?|concern(?:s|ing)?|are\s+about|is\s+about)\s+",
     re.IGNORECASE,
 )
 

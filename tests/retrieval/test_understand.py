@@ -82,7 +82,8 @@ def test_a_count_says_how_many_and_how_the_line_was_drawn(moe):
     answer = moe.answer("How many poster papers use mixture-of-experts?")
     assert answer.kind == "count" and answer.count == len(answer.listed) > 0
     assert {source.status for source in answer.listed} == {"Poster"}
-    assert answer.text.startswith(f"{answer.count} papers match") and "evidence ≥" in answer.text.splitlines()[0]
+    head = answer.text.splitlines()[0]
+    assert head.startswith(f"{answer.count} papers match “mixture-of-experts”") and answer.line in head
 
 
 def test_literal_questions_and_explicit_filters(moe):
@@ -94,7 +95,8 @@ def test_literal_questions_and_explicit_filters(moe):
 
 def test_a_topic_no_paper_is_about_is_refused_with_the_line(moe):
     answer = moe.answer("Which oral papers are about knitting patterns for garments?")
-    assert answer.refused and answer.count == 0 and "evidence ≥" in answer.refusal_reason
+    assert answer.refused and answer.count == 0 and answer.refusal_reason == answer.line
+    assert answer.line.startswith("listed: evidence (best passage similarity + share of the topic's words) ≥ 0.90")
 
 
 def test_the_cli_names_the_understood_filters_and_json_carries_them(moe_index):
