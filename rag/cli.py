@@ -57,7 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
     ask = commands.add_parser("ask", help="answer a question with cited sources")
     ask.add_argument("question")
     ask.add_argument("-k", type=papers_k, default=None, help="papers to retrieve (default and bounds: retrieval.k)")
-    ask.add_argument("--json", action="store_true", help="print the answer as JSON")
+    output = ask.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print the answer as JSON")
+    output.add_argument(
+        "--export",
+        choices=("bib", "csv", "md"),
+        help="print only the cited (or listed) papers as BibTeX, CSV or Markdown, e.g. > refs.bib",
+    )
     ask.add_argument(
         "--no-understand",
         dest="understand",
@@ -212,13 +218,14 @@ def run_ask(args: argparse.Namespace) -> int:
     """The checked answer, once, with who wrote it and its sources best first.
 
     On a terminal the model's words show (dimmed) while it writes, and are erased when the checked
-    answer is ready; piped or with --json, only the final answer is printed.
+    answer is ready; piped or with --json, only the final answer is printed. With --export, stdout
+    holds the export alone (so `> refs.bib` is a clean file) and one line on stderr says what it holds.
     """
     from rag.core.markup import plain_text
     from rag.core.types import Answer, by_relevance
 
     service = service_from(args)
-    draft = TerminalDraft(sys.stdout) if sys.stdout.isatty() and not args.json else None
+    draft = TerminalDraft(sys.stdout) if sys.stdout.isatty() and not (args.json or args.export) else None
     final = None
     try:
         asked = service.stream_answer(args.question, k=args.k, filters=filters_from(args), understand=args.understand)
@@ -233,6 +240,8 @@ def run_ask(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(final.to_dict(), indent=2, ensure_ascii=False))
         return 0
+    if args.export:
+        return print_export(final, args.export)
     print(plain_text(final.text))
     if final.understood:
         print(f"(filters understood from the question: {'; '.join(final.understood)}; --no-understand to drop them)")
@@ -246,6 +255,20 @@ def run_ask(args: argparse.Namespace) -> int:
     for number, source in by_relevance(final.sources):
         mark = "*" if source.paper_id in final.cited else " "
         print(f"{mark}[{number}] {plain_text(source.title)} ({source.paper_id}), relevance {source.relevance:.0%}")
+    return 0
+
+
+def print_export(answer, fmt: str) -> int:
+    """The answer's papers in `fmt` on stdout, exactly; what they are (or why there are none) on stderr."""
+    from rag.core.export import answer_papers
+
+    papers = answer_papers(answer)
+    sys.stdout.write(answer.export(fmt))
+    if answer.refused:
+        why = answer.refusal_reason or "no abstract answers it"
+        print(f"not answered ({why}): no papers to export", file=sys.stderr)
+    else:
+        print(f"exported {len(papers)} paper{'' if len(papers) == 1 else 's'} as {fmt}", file=sys.stderr)
     return 0
 
 

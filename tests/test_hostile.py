@@ -377,11 +377,12 @@ def test_uploads_are_refused_and_nothing_is_stored(open_app):
 @pytest.mark.parametrize(
     "body, status, message",
     [
-        ({"data": [POISONED_QUESTION]}, 422, '"data" must hold 4 values (question, history, status, primary_area'),
+        ({"data": [POISONED_QUESTION]}, 422, '"data" must hold 5 values (question, history, status, primary_area, exp'),
         ({"data": POISONED_QUESTION}, 422, 'a JSON object with a "data" list'),
         ("not json", 422, "the body is not JSON"),
-        ({"data": [42, None, None, None]}, 200, "/ask question: Input should be a valid string"),
-        ({"data": [POISONED_QUESTION, "history", None, None]}, 200, "/ask history: Input should be a valid list"),
+        ({"data": [42, None, None, None, None]}, 200, "/ask question: Input should be a valid string"),
+        ({"data": [POISONED_QUESTION, "history", None, None, None]}, 200, "/ask history: Input should be a valid list"),
+        ({"data": [POISONED_QUESTION, None, None, None, "pdf"]}, 200, "/ask export: Input should be 'bib', 'csv' or"),
     ],
 )
 def test_a_malformed_api_call_gets_a_clear_answer_and_logs_no_traceback(open_app, capfd, body, status, message):
@@ -412,6 +413,22 @@ def test_links_that_are_not_http_are_dropped_from_the_api_and_the_cli(open_app, 
     assert cli.main(["ask", "--json", POISONED_QUESTION]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert "poison0" in [s["paper_id"] for s in printed["sources"]] and "javascript:" not in json.dumps(printed)
+
+
+@pytest.mark.parametrize("fmt", ["bib", "csv", "md"])
+def test_exports_link_to_openreview_only(open_app, poisoned, monkeypatch, capsys, fmt):
+    """The poisoned paper's `javascript:` link reaches no export: its link is built from its id."""
+    from gradio_client import Client
+
+    from rag import cli
+
+    answer = Client(open_app[0], verbose=False).predict(POISONED_QUESTION, None, None, None, fmt, api_name="/ask")
+    monkeypatch.setenv("RAG_CONFIG", "extractive")
+    monkeypatch.setenv("RAG_VECTORSTORE__PATH", str(poisoned.config.vectorstore.path))
+    assert cli.main(["ask", "--export", fmt, POISONED_QUESTION]) == 0
+    printed = capsys.readouterr().out
+    assert answer["cited"][0] == "poison0" and printed == answer["export"]
+    assert "https://openreview.net/forum?id=poison0" in printed and "javascript:" not in printed
 
 
 def test_the_logged_in_chat_still_works_through_the_gate(locked):

@@ -376,7 +376,7 @@ def fetch(url: str, data: bytes | None = None, headers: dict | None = None, open
 
 def join_body(question: str, fn_index: int | None = None) -> bytes:
     """What the page sends to put an /ask call (event number `fn_index`) in Gradio's queue."""
-    body = {"data": [question, None, None, None], "fn_index": fn_index, "session_hash": "load-test"}
+    body = {"data": [question, None, None, None, None], "fn_index": fn_index, "session_hash": "load-test"}
     return json.dumps({**body, "event_data": None, "trigger_id": None}).encode()
 
 
@@ -398,7 +398,7 @@ def test_a_login_is_required_of_every_client_when_configured(seed_index, embeddi
     with app_in_process(service, auth=("reader", "s3cret")) as url:
         with pytest.raises(AuthenticationError, match="credentials were not provided"):
             Client(url, verbose=False)
-        ask_body = json.dumps({"data": [question, None, None, None]}).encode()
+        ask_body = json.dumps({"data": [question, None, None, None, None]}).encode()
         refused = {
             "config": fetch(f"{url}config"),
             "api info": fetch(f"{url}gradio_api/info"),

@@ -7,15 +7,20 @@ lives in a `gr.State` (the list of answers so far), never in module globals.
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
+import tempfile
 from collections.abc import Iterator
 from html import escape
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 import gradio as gr
 from pydantic import BaseModel, ValidationError
 
 from rag.core.errors import RagError
+from rag.core.export import answer_papers
 from rag.core.filters import PICKERS, Filters
 from rag.core.types import Answer
 from rag.service import RagService
@@ -31,6 +36,8 @@ from ui.style import CSS, SCRIPT
 
 log = logging.getLogger(__name__)
 
+# The download buttons under the sources panel: format -> label (elem_id rag-download-<format>).
+DOWNLOADS = {"bib": "BibTeX", "csv": "CSV", "md": "Markdown"}
 SEARCHING = '<p class="rag-answer rag-streaming">Searching the abstracts…</p>'
 TITLE = "Ask the ICLR 2025 abstracts"
 
@@ -48,6 +55,7 @@ class ChatHandlers:
 
     def __init__(self, service: RagService):
         self.service = service
+        self.files = ExportFiles()
 
     def header(self) -> str:
         return header_html(self.service.model_label(), self.service.stats())
@@ -119,6 +127,14 @@ class ChatHandlers:
             return gr.skip()
         return sources_panel_html(answers[turn], turn)
 
+    def downloads(self, answers: list[Answer | None]) -> list[gr.DownloadButton]:
+        """The download buttons for the latest answer: a file per format of the papers it cites (or
+        lists), or hidden when it has none (a refusal, an error, an empty chat)."""
+        latest = answers[-1] if answers else None
+        if latest is None or not answer_papers(latest):
+            return [gr.DownloadButton(value=None, visible=False) for _ in DOWNLOADS]
+        return [gr.DownloadButton(value=str(self.files.write(latest, fmt)), visible=True) for fmt in DOWNLOADS]
+
     def clear(self) -> tuple[list, list, str, str]:
         return [], [], sources_panel_html(None, 0), ""
 
@@ -128,6 +144,7 @@ class ChatHandlers:
         history: list[list[str]] | None = None,
         status: list[str] | None = None,
         primary_area: list[str] | None = None,
+        export: str | None = None,
     ) -> dict[str, Any]:
         """Answer a question from the indexed abstracts, with cited sources.
 
@@ -136,19 +153,22 @@ class ChatHandlers:
             history: earlier [question, answer] pairs of the conversation, oldest first, for follow-ups.
             status: only papers with one of these statuses (e.g. ["Oral", "Spotlight"]).
             primary_area: only papers of one of these primary areas.
+            export: "bib", "csv" or "md": also return the cited (or listed) papers as BibTeX, CSV or Markdown.
         Returns:
             {question, text, cited, refused, fallback, sources: [{number, paper_id, title, score, status,
-            url, github, passage}], standalone_question, config}; `[n]` in text is sources[n - 1].
+            url, github, passage}], standalone_question, config}, plus `export` (text) when asked for;
+            `[n]` in text is sources[n - 1].
         """
         try:
-            call = AskCall(question=question, history=history, status=status, primary_area=primary_area)
+            call = AskCall(question=question, history=history, status=status, primary_area=primary_area, export=export)
         except ValidationError as err:  # API clients send anything: name the value, don't log a traceback
             first = err.errors()[0]
             where = ".".join(str(part) for part in first["loc"])
             raise gr.Error(f"/ask {where}: {first['msg']}", print_exception=False) from None
         filters = Filters(status=tuple(call.status or ()), primary_area=tuple(call.primary_area or ()))
         try:
-            return answer_payload(self.service.answer(call.question, history=call.history or [], filters=filters))
+            answer = self.service.answer(call.question, history=call.history or [], filters=filters)
+            return answer_payload(answer, export=call.export)
         except RagError as err:
             raise gr.Error(str(err), print_exception=False) from None
 
@@ -160,6 +180,30 @@ class AskCall(BaseModel):
     history: list[tuple[str, str]] | None = None
     status: list[str] | None = None
     primary_area: list[str] | None = None
+    export: Literal["bib", "csv", "md"] | None = None
+
+
+class ExportFiles:
+    """The files the download buttons serve: one per answer and format, named by a hash of its text,
+    in a folder of the system's temp directory (whose files Gradio may serve; it copies them to its
+    cache), made when first needed and removed when the process ends."""
+
+    def __init__(self):
+        self.folder: tempfile.TemporaryDirectory | None = None
+
+    def write(self, answer: Answer, fmt: str) -> Path:
+        if self.folder is None:
+            self.folder = tempfile.TemporaryDirectory(prefix="abstract-rag-exports-")
+        text = answer.export(fmt)
+        path = Path(self.folder.name, hashlib.sha256(text.encode()).hexdigest()[:16], f"references.{fmt}")
+        if not path.exists():
+            path.parent.mkdir(exist_ok=True)
+            # Written aside, then renamed: another session asking for the same file never reads half of it.
+            handle, partial = tempfile.mkstemp(dir=path.parent)
+            with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+                out.write(text)
+            os.replace(partial, path)
+        return path
 
 
 def build_app(service: RagService) -> gr.Blocks:
@@ -209,6 +253,7 @@ def build_app(service: RagService) -> gr.Blocks:
                 pickers = filter_inputs(choices)
             with gr.Column(scale=2):
                 panel = gr.HTML(sources_panel_html(None, 0), elem_id="rag-sources", js_on_load=None)
+                downloads = download_buttons()
 
         outputs = [chatbot, answers, panel, question]
         respond: dict[str, Any] = {
@@ -225,17 +270,32 @@ def build_app(service: RagService) -> gr.Blocks:
             "outputs": [understood],
             "api_visibility": "private",
         }
-        gr.on([question.submit, ask.click], **respond).then(**show_chips)
-        examples.load_input_event.then(**respond).then(**show_chips)
+        # After every change of the answers (an answer, an error, a cleared chat), the chips and the
+        # downloads follow. Chained with `.then`, not `answers.change`: Gradio spots a changed State by
+        # hashing its value, and an Answer (a frozen dataclass holding lists) can't be hashed.
+        refresh = {"fn": handlers.downloads, "inputs": [answers], "outputs": downloads, "api_visibility": "private"}
+        gr.on([question.submit, ask.click], **respond).then(**show_chips).then(**refresh)
+        examples.load_input_event.then(**respond).then(**show_chips).then(**refresh)
         redo: dict[str, Any] = {**respond, "fn": handlers.drop_understood}
         redo["inputs"] = [understood, chatbot, answers, *pickers]
-        understood.input(**redo).then(**show_chips)
-        clear.click(handlers.clear, outputs=outputs, api_visibility="private", queue=False).then(**show_chips)
+        understood.input(**redo).then(**show_chips).then(**refresh)
+        clear.click(handlers.clear, outputs=outputs, api_visibility="private", queue=False).then(**show_chips).then(
+            **refresh
+        )
         chatbot.select(handlers.show_sources, inputs=[answers], outputs=[panel], api_visibility="private")
         demo.load(handlers.header, outputs=[header], api_visibility="private")
         gr.api(handlers.ask, api_name="ask", concurrency_id="answer")
     demo.queue(default_concurrency_limit=settings.concurrency_limit, max_size=settings.max_queue)
     return demo
+
+
+def download_buttons() -> list[gr.DownloadButton]:
+    """The latest answer's papers to take away, one button per format; hidden until an answer cites some."""
+    with gr.Row(elem_id="rag-downloads"):
+        return [
+            gr.DownloadButton(label, visible=False, size="sm", min_width=90, elem_id=f"rag-download-{fmt}")
+            for fmt, label in DOWNLOADS.items()
+        ]
 
 
 def filter_inputs(choices: dict[str, list[str]]) -> list[gr.Dropdown]:

@@ -248,9 +248,13 @@ def supporting_sentences(answer: Answer) -> dict[int, set[str]]:
     return found
 
 
-def answer_payload(answer: Answer) -> dict[str, Any]:
-    """The JSON the `/ask` API endpoint returns."""
-    return answer.to_payload()
+def answer_payload(answer: Answer, export: str | None = None) -> dict[str, Any]:
+    """The JSON the `/ask` API endpoint returns; with `export` ("bib", "csv", "md"), also the answer's
+    papers in that format, as `export` (see `Answer.export`)."""
+    payload = answer.to_payload()
+    if export:
+        payload["export"] = answer.export(export)
+    return payload
 
 
 def header_html(model: str, stats: dict[str, Any]) -> str:

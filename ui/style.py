@@ -46,7 +46,10 @@ CSS = """
 .rag-badge-poster { background: #dcecff; color: #0b4a8b; }
 .rag-passage { font-size: 0.9em; margin-top: 0.3em; line-height: 1.45; }
 .rag-passage mark { background: #fff1a8; color: #1f1f1f; padding: 0 0.1em; }
-#rag-sources { max-height: 760px; overflow-y: auto; }
+/* !important: Gradio writes `overflow: visible` into the block's style attribute, and a long panel
+   would then spill over what sits below it (the download buttons) instead of scrolling. */
+#rag-sources { max-height: 760px; overflow-y: auto !important; }
+#rag-downloads { margin-top: 0.4em; }
 """
 
 # Clicking a [n] badge in the chat selects its message (Gradio's select event puts that turn's

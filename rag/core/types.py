@@ -176,6 +176,14 @@ class Answer:
             "line": self.line,
         }
 
+    def export(self, fmt: str) -> str:
+        """The answer's papers as "bib" (BibTeX), "csv" or "md" (Markdown), escaped for the format: its
+        listed papers (list and count answers), else the sources it cites, in citation order. A refusal
+        exports none: "" for BibTeX and Markdown, the header row for CSV. See rag/core/export.py."""
+        from rag.core.export import export_answer  # that module imports this one
+
+        return export_answer(self, fmt)
+
 
 def by_relevance(sources: list[Source]) -> list[tuple[int, Source]]:
     """(number, source) pairs, best first: how every list shows sources. `[n]` keeps meaning `sources[n - 1]`."""

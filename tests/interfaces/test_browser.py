@@ -197,6 +197,26 @@ def test_a_fact_question_shows_its_number_and_a_refusal_its_figures_on_request(p
     assert page.dialogs == []
 
 
+def test_the_cited_papers_download_as_bibtex_and_the_buttons_hide_after_a_refusal(page, app_url):
+    import bibtexparser
+
+    open_app(page, app_url)
+    button = page.locator("#rag-download-bib")
+    assert not button.is_visible()  # nothing cited yet
+    ask(page, RXNFLOW)
+    button.wait_for(state="visible", timeout=30_000)
+    with page.expect_download() as started:
+        button.click()
+    download = started.value
+    library = bibtexparser.parse_string(Path(download.path()).read_text(encoding="utf-8"))
+    assert download.suggested_filename == "references.bib" and library.failed_blocks == []
+    assert library.entries and "RxnFlow" in library.entries[0]["title"]
+    assert page.locator("#rag-download-csv").is_visible() and page.locator("#rag-download-md").is_visible()
+    ask(page, "What is the capital of Australia?")
+    button.wait_for(state="hidden", timeout=30_000)
+    assert page.dialogs == []
+
+
 def test_an_example_question_is_asked_with_one_click(page, app_url):
     open_app(page, app_url)
     page.get_by_text("Which agent learns to play Hanabi with unfamiliar partners?").click()
@@ -214,6 +234,9 @@ def test_gradio_client_gets_a_cited_answer(app_url):
     assert "[1]" in result["text"] and result["refused"] is False
     only_posters = client.predict(RXNFLOW, None, ["Poster"], None, api_name="/ask")
     assert [source["paper_id"] for source in only_posters["sources"]] == ["poison-1"]
+    assert "export" not in result
+    exported = client.predict(RXNFLOW, export="md", api_name="/ask")["export"]
+    assert exported.startswith("1. ") and f"{result['cited'][0]}" in exported
 
 
 @pytest.mark.slow

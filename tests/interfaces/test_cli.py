@@ -84,6 +84,25 @@ def test_a_refusal_says_so_in_words_and_keeps_its_figures_apart(seeded_index):
     assert data["refused"] and "threshold" in data["refusal_reason"] and "threshold" not in data["text"]
 
 
+def test_ask_export_prints_only_the_cited_papers(seeded_index):
+    import bibtexparser
+
+    cited = json.loads(rag("ask", RXNFLOW, "--json", index=seeded_index).stdout)["cited"]
+    result = rag("ask", RXNFLOW, "--export", "bib", index=seeded_index)
+    assert result.returncode == 0, result.stderr
+    library = bibtexparser.parse_string(result.stdout)  # stdout is the BibTeX and nothing else
+    assert library.failed_blocks == [] and len(library.entries) == len(cited) >= 1
+    assert [entry.key for entry in library.entries] == [f"iclr2025_{paper_id}" for paper_id in cited]
+    assert "RxnFlow" in library.entries[0]["title"] and library.entries[0]["year"] == "2025"
+    assert result.stderr.strip() == f"exported {len(cited)} paper{'s' if len(cited) > 1 else ''} as bib"
+    refused = rag("ask", "What is the capital of Australia?", "--export", "csv", index=seeded_index)
+    header = "paper_id,title,authors,status,primary_area,url,cited_as"
+    assert refused.returncode == 0 and refused.stdout.splitlines() == [header]
+    assert refused.stderr.startswith("not answered (") and "no papers to export" in refused.stderr
+    both = rag("ask", RXNFLOW, "--export", "md", "--json", index=seeded_index)
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr
+
+
 def test_on_a_terminal_the_draft_is_erased_before_the_checked_answer(seeded_index):
     environment = {**os.environ, "RAG_CONFIG": "extractive", "RAG_VECTORSTORE__PATH": str(seeded_index)}
     chunks, status = run_on_terminal([sys.executable, "-m", "rag.cli", "ask", RXNFLOW], environment)

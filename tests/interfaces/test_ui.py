@@ -352,3 +352,33 @@ def test_overlapping_passages_show_each_sentence_once():
     shown = text_of(passage_html(source, {"Three ends it."}))
     assert shown == "One is here. Two is there. Three ends it. … Far away."
     assert "<mark>Three ends it.</mark>" in passage_html(source, {"Three ends it."})
+
+
+def test_the_api_answer_carries_the_papers_as_bibtex_when_asked(seeded):
+    import bibtexparser
+
+    handlers = ChatHandlers(seeded)
+    payload = handlers.ask(RXNFLOW, export="bib")
+    entries = bibtexparser.parse_string(payload["export"]).entries
+    assert [entry.key for entry in entries] == [f"iclr2025_{paper_id}" for paper_id in payload["cited"]]
+    assert "RxnFlow" in entries[0]["title"]
+    assert "export" not in handlers.ask(RXNFLOW)  # only when asked: payloads stay small
+    with pytest.raises(gr.Error, match="/ask export: Input should be 'bib', 'csv' or 'md'"):
+        handlers.ask(RXNFLOW, export="pdf")
+
+
+def test_the_download_buttons_hold_the_latest_answers_papers_and_hide_without_any(seeded):
+    from pathlib import Path
+
+    handlers = ChatHandlers(seeded)
+    _, (chat, answers, _, _) = run(handlers, RXNFLOW)
+    buttons = handlers.downloads(answers)
+    assert [button.visible for button in buttons] == [True] * 3
+    for button, fmt in zip(buttons, ("bib", "csv", "md")):
+        path = Path(button.value["path"])  # Gradio's copy in its cache, which it serves
+        assert path.name == f"references.{fmt}" and path.read_bytes().decode() == answers[-1].export(fmt)
+    assert answers[-1].cited[0] in Path(buttons[0].value["path"]).read_text(encoding="utf-8")
+    _, (_, answers, _, _) = run(handlers, "What is the capital of Australia?", answers, chat)
+    assert answers[-1].refused and [button.visible for button in handlers.downloads(answers)] == [False] * 3
+    assert [button.visible for button in handlers.downloads([*answers, None])] == [False] * 3
+    assert [button.visible for button in handlers.downloads([])] == [False] * 3
