@@ -52,9 +52,8 @@ def main() -> int:
     kinds_right = sum(understand(q["question"]).kind == q["kind"] for q in questions)
     print(f"filters understood exactly: {stated_right}/{len(stated)} questions that state one")
     print(f"no filter invented: {len(lookups) - len(invented)}/{len(lookups)} lookup questions {invented or ''}")
-    print(
-        f"all filters right (stated or none): {filters_right}/{len(questions)}; kind right: {kinds_right}/{len(questions)}"
-    )
+    print(f"all filters right (stated or none): {filters_right}/{len(questions)}")
+    print(f"kind right: {kinds_right}/{len(questions)}")
 
     lines = [float(x) for x in args.lines.split(",") if x] or [None]
     for line in lines:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlparse
 
 from rag.core.markers import cited_numbers
 
+ExportFormat = Literal["bib", "csv", "md"]  # see rag/core/export.py
 PASSAGE_GAP = " … "  # between passages of one abstract that are not next to each other
 
 
@@ -176,7 +177,7 @@ class Answer:
             "line": self.line,
         }
 
-    def export(self, fmt: str) -> str:
+    def export(self, fmt: ExportFormat) -> str:
         """The answer's papers as "bib" (BibTeX), "csv" or "md" (Markdown), escaped for the format: its
         listed papers (list and count answers), else the sources it cites, in citation order. A refusal
         exports none: "" for BibTeX and Markdown, the header row for CSV. See rag/core/export.py."""
