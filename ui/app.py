@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Iterator
 from html import escape
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import gradio as gr
 from pydantic import BaseModel, ValidationError
@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 from rag.core.errors import RagError
 from rag.core.export import answer_papers
 from rag.core.filters import PICKERS, Filters
-from rag.core.types import Answer
+from rag.core.types import Answer, ExportFormat
 from rag.service import RagService
 from ui.render import (
     answer_html,
@@ -37,7 +37,7 @@ from ui.style import CSS, SCRIPT
 log = logging.getLogger(__name__)
 
 # The download buttons under the sources panel: format -> label (elem_id rag-download-<format>).
-DOWNLOADS = {"bib": "BibTeX", "csv": "CSV", "md": "Markdown"}
+DOWNLOADS: dict[ExportFormat, str] = {"bib": "BibTeX", "csv": "CSV", "md": "Markdown"}
 SEARCHING = '<p class="rag-answer rag-streaming">Searching the abstracts…</p>'
 TITLE = "Ask the ICLR 2025 abstracts"
 
@@ -180,7 +180,7 @@ class AskCall(BaseModel):
     history: list[tuple[str, str]] | None = None
     status: list[str] | None = None
     primary_area: list[str] | None = None
-    export: Literal["bib", "csv", "md"] | None = None
+    export: ExportFormat | None = None
 
 
 class ExportFiles:
@@ -191,7 +191,7 @@ class ExportFiles:
     def __init__(self):
         self.folder: tempfile.TemporaryDirectory | None = None
 
-    def write(self, answer: Answer, fmt: str) -> Path:
+    def write(self, answer: Answer, fmt: ExportFormat) -> Path:
         if self.folder is None:
             self.folder = tempfile.TemporaryDirectory(prefix="abstract-rag-exports-")
         text = answer.export(fmt)
