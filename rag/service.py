@@ -275,7 +275,8 @@ class RagService:
         question = self.clean_question(question)
         standalone = standalone_question(question, history or [], lambda: self.provider)
         read = self.config.questions.understand if understand is None else understand
-        understood = understand_question(standalone.question) if read else Understood(question, question)
+        asked = standalone.question
+        understood = understand_question(asked, self._known_author) if read else Understood(question, question)
         applied = understood.applied(filters or Filters(), frozenset(dropped))
         stamp = {
             "question": question,
@@ -297,6 +298,12 @@ class RagService:
             return
         yield answer.text  # no model: the whole text at once, then the answer
         yield answer
+
+    def _known_author(self, name: str) -> bool:
+        """Whether some stored paper has an author whose name contains `name`."""
+        self.ensure_index()
+        with self.reading() as state:
+            return bool(self.lexical.current(state).mask(Filters(author=name)).any())
 
     def _compared(self, understood: Understood, filters: Filters) -> list[tuple[str, Source | None]]:
         """Each named thing's paper: the best-ranked one that passes refusal, the two distinct."""

@@ -15,6 +15,7 @@ papers", "papers by Yoshua Bengio", "papers with code"), not where it is part of
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Literal
 
@@ -137,8 +138,11 @@ class Understood:
         return self.filters.labels()
 
 
-def understand(question: str) -> Understood:
-    """The kind of `question` and the filters it states, with those words cut from the ranking text."""
+def understand(question: str, known_author: Callable[[str], bool] = lambda name: True) -> Understood:
+    """The kind of `question` and the filters it states, with those words cut from the ranking text.
+
+    "by <Name>" counts only when `known_author(name)`: a title asked as a question ("… Guided by
+    Progressive Self-Reasoning") names no author."""
     statuses: list[str] = []
     areas: list[str] = []
     cuts: list[tuple[int, int]] = []
@@ -157,7 +161,7 @@ def understand(question: str) -> Understood:
             if not any(start <= match.start("words") < end for start, end in cuts):
                 take(match, match["words"])
     author = ""
-    if by := AUTHOR.search(question):
+    if (by := AUTHOR.search(question)) and known_author(by["author"] or by["with"]):
         author = by["author"] or by["with"]
         cuts.append(by.span())
     has_code = None

@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import io
 import re
-from dataclasses import dataclass, field
 from html import unescape
 
 import bibtexparser
@@ -146,23 +145,16 @@ def test_markdown_shows_poisoned_titles_as_text_with_only_our_links():
     assert "cited as [1]" in shown[2]
 
 
-@dataclass(frozen=True)
-class ListAnswer(Answer):
-    """An answer with the `listed` field list and count answers carry."""
-
-    listed: list[Source] = field(default_factory=list)
-
-
 def test_an_answer_exports_its_cited_papers_in_citation_order_or_its_listed_papers():
     a, b, c = (paper(f"Paper0000{n}", f"Paper {n}", url=f"https://openreview.net/forum?id=Paper0000{n}") for n in "abc")
     answer = Answer("q", "First [3], then [1]; again [3].", [a, b, c])
     assert [entry.key for entry in parse_bibtex(answer.export("bib"))] == ["iclr2025_Paper0000c", "iclr2025_Paper0000a"]
     rows = list(csv.DictReader(io.StringIO(answer.export("csv"))))
     assert [(row["paper_id"], row["cited_as"]) for row in rows] == [("Paper0000c", "[3]"), ("Paper0000a", "[1]")]
-    listed = ListAnswer("q", "Two papers [1].", [a, b, c], listed=[b, a])
+    listed = Answer("q", "2 papers match:\n1. Paper b [1]\n2. Paper a [2]", [b, a], kind="list")
     rows = list(csv.DictReader(io.StringIO(listed.export("csv"))))
     assert [row["paper_id"] for row in rows] == ["Paper0000b", "Paper0000a"]
-    assert ListAnswer("q", "[2]", [a, b], listed=[]).export("md").startswith("1. [Paper b]")
+    assert Answer("q", "[2]", [a, b]).export("md").startswith("1. [Paper b]")
 
 
 def test_a_refusal_exports_no_papers():

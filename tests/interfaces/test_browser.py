@@ -318,4 +318,15 @@ def test_an_understood_filter_shows_as_a_chip_that_one_click_drops(page, moe_app
     assert "Poster" in last_table.locator(".rag-badge").all_inner_texts()
     page.locator("#rag-understood").wait_for(state="hidden")
     screenshot(page, "ui-understood-filter.png")
+    # The listed papers, to take away: a BibTeX file a parser reads, one entry per listed paper.
+    import bibtexparser
+
+    button = page.locator("#rag-download-bib")
+    button.wait_for(state="visible", timeout=30_000)
+    with page.expect_download() as started:
+        button.click()
+    library = bibtexparser.parse_string(Path(started.value.path()).read_text(encoding="utf-8"))
+    rows = last_table.locator("tbody tr").count()
+    assert library.failed_blocks == [] and len(library.entries) == rows > 0
+    assert all(entry["url"].startswith("https://openreview.net/forum?id=") for entry in library.entries)
     assert page.dialogs == []

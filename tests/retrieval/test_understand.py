@@ -110,3 +110,11 @@ def test_the_cli_names_the_understood_filters_and_json_carries_them(moe_index):
     assert data["kind"] == "list" and data["filters"] == {"status": ["Poster"]} and data["understood"] == []
     literal = rag("ask", question, "--no-understand", index=moe_index).stdout
     assert "understood" not in literal
+
+
+def test_by_counts_only_for_an_author_the_index_holds(moe):
+    title = "Weakly-Supervised Affordance Grounding Guided by Progressive Self-Reasoning"
+    assert understand(title, known_author=lambda name: False).filters.empty
+    assert understand(title).filters.author.startswith("Progressive Self")  # the rule alone
+    answer = moe.answer(title)  # a title asked as a question: no author of that name in the index
+    assert answer.understood == [] and answer.filters == {}
