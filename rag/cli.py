@@ -243,6 +243,8 @@ def run_ask(args: argparse.Namespace) -> int:
     if args.export:
         return print_export(final, args.export)
     print(plain_text(final.text))
+    if final.line and not final.refused:
+        print(f"({final.line})")
     if final.understood:
         print(f"(filters understood from the question: {'; '.join(final.understood)}; --no-understand to drop them)")
     if final.refused:

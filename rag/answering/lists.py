@@ -58,8 +58,7 @@ def list_answer(
         return Answer(text=text, sources=ranked[:5], refused=True, refusal_reason=line, **fields)
     many = f"at least {len(listed)}" if len(ranked) >= cap and len(listed) == len(ranked) else str(len(listed))
     noun = "paper" if len(listed) == 1 else "papers"
-    head = f"{many} {noun} {'match' if len(listed) > 1 else 'matches'} “{asked.text}”" + _within(applied)
-    head += ":" if asked.kind == "list" else f" ({line}):"
+    head = f"{many} {noun} {'match' if len(listed) > 1 else 'matches'} “{asked.text}”{_within(applied)}:"
     lines = [head, *(_line(number, source, asked.text) for number, source in enumerate(listed, start=1))]
     return Answer(text="\n".join(lines), sources=listed, answered_by="list", **fields)
 

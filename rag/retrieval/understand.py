@@ -101,9 +101,9 @@ LIST = re.compile(
 ASPECT = re.compile(r"\s+(?:for|in|on|regarding|with\s+respect\s+to|in\s+terms\s+of)\s+", re.IGNORECASE)
 SHORT = r"[\w.+-]+(?:\s+[\w.+-]+){0,3}"  # a method's or paper's name, not a clause
 COMPARE = re.compile(
-    r"^\W*(?:compare|contrast)\s+(?P<a>.+?)\s+(?:and|with|to|vs\.?|versus)\s+(?P<b>.+?)\W*$"
-    rf"|^\W*(?:how\s+(?:does|do)\s+)?(?P<a2>{SHORT})\s+(?:vs\.?|versus|compare\s+(?:to|with))\s+(?P<b2>{SHORT})\W*$"
-    rf"|^\W*what(?:'s|\s+is)\s+the\s+difference\s+between\s+(?P<a3>{SHORT})\s+and\s+(?P<b3>{SHORT})\W*$",
+    r"^\W*(?:compare|contrast)\s+(?P<a>.+?)\s+(?:and|with|to|vs\.?|versus)\s+(?P<b>.+?)[\s.?!]*$"
+    rf"|^\W*(?:how\s+(?:does|do)\s+)?(?P<a2>{SHORT})\s+(?:vs\.?|versus|compare\s+(?:to|with))\s+(?P<b2>{SHORT})[\s.?!]*$"
+    rf"|^\W*what(?:'s|\s+is)\s+the\s+difference\s+between\s+(?P<a3>{SHORT})\s+and\s+(?P<b3>{SHORT})[\s.?!]*$",
     re.IGNORECASE,
 )
 

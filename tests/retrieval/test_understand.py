@@ -33,6 +33,7 @@ RL = "reinforcement learning"
         ("Are there any rejected papers on time series forecasting?", "list", Filters(status=("Reject",)), None),
         ("Which papers on reinforcement learning from human feedback were accepted?", "list", Filters(), None),
         ("compare RxnFlow and SynFlowNet", "compare", Filters(), None),
+        ("Compare OLMoE and MoE++.", "compare", Filters(), None),
         # Lookups: one paper's fact, even with "how many" or "which" in it; topic words stay topic words.
         ("How many reaction templates does RxnFlow use?", "lookup", Filters(), None),
         ("Which framework detects and localizes image tampering?", "lookup", Filters(), None),
@@ -47,6 +48,11 @@ def test_the_kind_and_the_filters_stated_in_words_are_read(question, kind, filte
     assert (understood.kind, understood.filters) == (kind, filters)
     if topic:
         assert without_kind_words(understood).text == topic
+
+
+def test_compare_names_the_two_things_compared():
+    assert understand("Compare OLMoE and MoE++.").compared == ("OLMoE", "MoE++")
+    assert understand("Compare Palu and MatryoshkaKV for KV-cache compression").compared == ("Palu", "MatryoshkaKV")
 
 
 def test_explicit_filters_win_and_a_dropped_one_is_not_applied():
@@ -83,7 +89,8 @@ def test_a_count_says_how_many_and_how_the_line_was_drawn(moe):
     assert answer.kind == "count" and answer.count == len(answer.listed) > 0
     assert {source.status for source in answer.listed} == {"Poster"}
     head = answer.text.splitlines()[0]
-    assert head.startswith(f"{answer.count} papers match “mixture-of-experts”") and answer.line in head
+    assert head == f"{answer.count} papers match “mixture-of-experts” among the papers with status: Poster:"
+    assert answer.line.startswith("listed: evidence") and "best-ranked of the papers with status: Poster" in answer.line
 
 
 def test_literal_questions_and_explicit_filters(moe):
@@ -110,6 +117,8 @@ def test_the_cli_names_the_understood_filters_and_json_carries_them(moe_index):
     assert data["kind"] == "list" and data["filters"] == {"status": ["Poster"]} and data["understood"] == []
     literal = rag("ask", question, "--no-understand", index=moe_index).stdout
     assert "understood" not in literal
+    counted = rag("ask", "How many poster papers use mixture-of-experts?", index=moe_index).stdout
+    assert "\n(listed: evidence (best passage similarity" in counted
 
 
 def test_by_counts_only_for_an_author_the_index_holds(moe):
