@@ -382,3 +382,18 @@ def test_the_download_buttons_hold_the_latest_answers_papers_and_hide_without_an
     assert answers[-1].refused and [button.visible for button in handlers.downloads(answers)] == [False] * 3
     assert [button.visible for button in handlers.downloads([*answers, None])] == [False] * 3
     assert [button.visible for button in handlers.downloads([])] == [False] * 3
+
+
+def test_a_list_answer_renders_poisoned_papers_as_inert_text():
+    poisoned = Source(
+        "p1",
+        '<img src=x onerror="alert(1)"> Evil [x](javascript:alert(2))',
+        "We <script>alert(3)</script> study mixture-of-experts.",
+        0.9,
+        {"status": '<b onmouseover="alert(4)">Oral</b>', "primary_area": "<i>area</i>", "url": "javascript:alert(5)"},
+    )
+    text = "One paper matches “moe”:\n1. Evil [1] (Oral): “We <script>alert(3)</script> study mixture-of-experts.”"
+    html = answer_html(Answer("q", text, [poisoned], kind="list", answered_by="list", line="listed: …"), 0)
+    assert "rag-list-table" in html and "<img" not in html and "<script" not in html and "<b " not in html
+    assert all(not href.startswith("javascript:") for href in re.findall(r'href="([^"]*)"', html))
+    assert "&lt;img src=x" in html and "&lt;script&gt;alert(3)&lt;/script&gt;" in html
