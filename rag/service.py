@@ -276,7 +276,7 @@ class RagService:
         standalone = standalone_question(question, history or [], lambda: self.provider)
         read = self.config.questions.understand if understand is None else understand
         asked = standalone.question
-        understood = understand_question(asked, self._known_author) if read else Understood(question, question)
+        understood = understand_question(asked, self._known_author) if read else Understood(asked, asked)
         applied = understood.applied(filters or Filters(), frozenset(dropped))
         stamp = {
             "question": question,

@@ -487,6 +487,10 @@ def test_a_bad_rewrite_by_the_model_falls_back_to_the_rule(seeded, embeddings, k
 def test_without_a_model_the_rule_rewrites_the_follow_up(seeded):
     answer = seeded.answer(FOLLOW_UP, history=HISTORY)
     assert answer.standalone_question == f"{HISTORY[-1][0]} {FOLLOW_UP}"
+    # Taken literally (no filters or kinds read), the follow-up is still searched as rewritten.
+    literal = seeded.answer(FOLLOW_UP, history=HISTORY, understand=False)
+    rewritten = seeded.retrieve(answer.standalone_question)
+    assert [s.paper_id for s in literal.sources] == [s.paper_id for s in rewritten]
 
 
 # -- swapping the model by config -------------------------------------------------------------
