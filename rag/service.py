@@ -277,13 +277,14 @@ class RagService:
         read = self.config.questions.understand if understand is None else understand
         asked = standalone.question
         understood = understand_question(asked, self._known_author) if read else Understood(asked, asked)
-        applied = understood.applied(filters or Filters(), frozenset(dropped))
+        explicit, dropped = filters or Filters(), frozenset(dropped)
+        applied = understood.applied(explicit, dropped)
         stamp = {
             "question": question,
-            "standalone_question": standalone.question,
+            "standalone_question": asked,
             "config": self.config.name,
             "filters": applied.to_json(),
-            "understood": understood.in_use(filters or Filters(), frozenset(dropped)).labels(),
+            "understood": understood.in_use(explicit, dropped).labels(),
         }
         if understood.kind in ("list", "count"):
             topic = without_kind_words(understood)
@@ -294,7 +295,7 @@ class RagService:
             answer = compare_answer(understood, self._compared(understood, applied), **stamp)
         else:
             sources = self.retrieve(understood.text, k, applied)
-            yield from self.pipeline.stream(question, replace(standalone, question=understood.text), sources, stamp)
+            yield from self.pipeline.stream(replace(standalone, question=understood.text), sources, stamp)
             return
         yield answer.text  # no model: the whole text at once, then the answer
         yield answer

@@ -111,5 +111,4 @@ def _scope(applied: Filters) -> str:
 
 
 def _within(applied: Filters) -> str:
-    labels = applied.labels()
-    return f" among the papers with {'; '.join(labels)}" if labels else ""
+    return "" if applied.empty else f" among {_scope(applied)}"

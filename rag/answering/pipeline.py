@@ -68,14 +68,11 @@ class AnswerPipeline:
         self.checker = checker
         self.provider = provider  # called when a model is needed: loading it is the caller's business
 
-    def stream(
-        self, question: str, standalone: Standalone, sources: list[Source], stamp: dict | None = None
-    ) -> Iterator[str | Answer]:
+    def stream(self, standalone: Standalone, sources: list[Source], stamp: dict) -> Iterator[str | Answer]:
         """Yield answer text in pieces as the model writes it, then the final, checked `Answer`.
 
-        `stamp`: fields every Answer gets (question, filters...); by default the question's."""
+        `stamp`: the fields every Answer gets (the question as asked, filters, config...)."""
         asked = standalone.question
-        stamp = stamp or {"question": question, "standalone_question": asked, "config": self.config.name}
         reason = refusal_reason(sources, self.config.retrieval)
         evidence = [] if reason else self.picker.pick(asked, sources)
         if not reason and not evidence:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from rag.core.filters import Filters
@@ -120,14 +120,8 @@ class Understood:
 
     def applied(self, explicit: Filters, dropped: frozenset[str] = frozenset()) -> Filters:
         """The filters a search uses: each field given explicitly, else the one understood (unless dropped)."""
-        values = {}
-        for spec in fields(Filters):
-            given, understood = getattr(explicit, spec.name), getattr(self.filters, spec.name)
-            if given not in ((), "", None):
-                values[spec.name] = given
-            elif spec.name not in dropped:
-                values[spec.name] = understood
-        return Filters(**values)
+        understood = {spec.name: value for spec, value in self.filters.active() if spec.name not in dropped}
+        return Filters(**(understood | {spec.name: value for spec, value in explicit.active()}))
 
     def in_use(self, explicit: Filters, dropped: frozenset[str] = frozenset()) -> Filters:
         """The understood filters a search applies: those not overridden by `explicit`, nor dropped."""
