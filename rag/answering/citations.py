@@ -23,6 +23,8 @@ from rag.core.types import SentenceCheck, Source
 
 FINISHED = re.compile(r"[.!?:;)\]\"'”’]\s*$")
 LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s")
+# A term a sentence coins: in quotes ('a formula called "Causalization"'), or capitalised mid-sentence.
+COINED = re.compile(r"[\"“]([^\"”]{2,60})[\"”]|(?<=[a-z,] )([A-Z][a-z]{3,})\b")
 
 
 def tidy_sentences(sentences: list[str]) -> list[str]:
@@ -81,8 +83,9 @@ class CitationChecker:
 def ungrounded(sentence: str, cited: list[Source]) -> list[str]:
     """The numbers and names a sentence states that none of its cited sources contains.
 
-    Numbers are where models drift ("87%" written as "85%", 71 templates as "10,248"); a sentence
-    with such a number or name is not supported, however similar it reads.
+    Numbers are where models drift ("87%" written as "85%", 71 templates as "10,248"), and names
+    where they invent (a formula called "Causalization"); a sentence with such a number, name or
+    coined term is not supported, however similar it reads.
     """
     if not cited:
         return []
@@ -91,6 +94,8 @@ def ungrounded(sentence: str, cited: list[Source]) -> list[str]:
     lowered = text.lower()
     missing = [m.group(0) for m in DIGITS.finditer(sentence) if number_value(m.group(0)) not in held_numbers]
     missing += [m.group(0) for m in NAME.finditer(sentence) if m.group(0).lower() not in lowered]
+    coined = [m.group(1) or m.group(2) for m in COINED.finditer(sentence)]
+    missing += [term for term in coined if term.lower() not in lowered]
     return missing
 
 

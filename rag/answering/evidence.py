@@ -118,18 +118,17 @@ class EvidencePicker:
         scored = self.scored(question, sources)
         if not scored or scored[0].score < self.answer.min_sentence_score:
             return []
-        best, margin = scored[0], self.answer.evidence_margin
+        best = scored[0]
         if SEVERAL.search(question):  # each paper that passed refusal on its own gets its best sentence
             firsts: dict[int, Evidence] = {}
             for item in scored:
                 firsts.setdefault(item.number, item)
             close = [e for e in firsts.values() if e is not best and self.passes(sources[e.number - 1])]
         else:
-            margin *= 2 if TWO_ASKS.search(question) else 1
-            # Another paper's sentence must come closer: a question about one paper is answered by it.
-            close = [
-                e for e in scored[1:] if e.score >= best.score - (margin if e.number == best.number else margin / 2)
-            ]
+            widen = 2 if TWO_ASKS.search(question) else 1
+            # Another paper's sentence must come much closer: a question about one paper is answered by it.
+            margins = {True: self.answer.evidence_margin * widen, False: self.answer.other_paper_margin * widen}
+            close = [e for e in scored[1:] if e.score >= best.score - margins[e.number == best.number]]
         return [best, *close][: self.answer.evidence_sentences]
 
     def passes(self, source: Source) -> bool:
@@ -188,12 +187,12 @@ def mentions(text: str, name: str) -> bool:
 
 def proposal_position(source: Source) -> int:
     """Where the abstract says what it proposes ('We introduce …'); what comes before is background.
-    0 when it never says so, or when the passages given don't start at the abstract's beginning."""
+    -1 when it never says so, or when the passages given don't start at the abstract's beginning."""
     spans = source.spans or [{}]
     if spans[0].get("start", 0) != 0:
-        return 0
+        return -1
     sentences = source_sentences(source)
-    return next((i for i, sentence in enumerate(sentences) if PROPOSAL.search(sentence)), 0)
+    return next((i for i, sentence in enumerate(sentences) if PROPOSAL.search(sentence)), -1)
 
 
 def rarity_weights(question: str, sentences: list[str], ignore: AbstractSet[str] = frozenset()) -> dict[str, float]:
@@ -343,11 +342,21 @@ def renumbered(text: str, evidence: list[Evidence]) -> str:
     return MARKER.sub(original, text)
 
 
-def set_aside(checks: list[SentenceCheck], key: list[str]) -> str | None:
+def news(question: str, evidence: list[Evidence]) -> set[str]:
+    """The best sentence's content words (stems) that the question lacks: what it tells the asker.
+    None for a "how many" question, whose asked numbers (its key tokens) are the whole answer."""
+    if not evidence or HOW_MUCH.search(question):
+        return set()
+    return content_stems(evidence[0].sentence) - content_stems(question)
+
+
+def set_aside(checks: list[SentenceCheck], key: list[str], told: set[str], keep: float) -> str | None:
     """Why a model's checked answer can't stand (the extractive one does instead), or None when it can.
 
-    It can't when none of its sentences is supported by what it cites, or when its supported
-    sentences leave out a key token of the evidence (the number or name the question asks for).
+    It can't when none of its sentences is supported by what it cites, when its supported sentences
+    leave out a key token of the evidence (the number or name the question asks for), or when they
+    keep less than `keep` of `told`, the best sentence's news (a supported sentence can still
+    restate the question instead of answering it).
     """
     supported = " ".join(check.text for check in checks if check.supported)
     if not supported:
@@ -355,4 +364,7 @@ def set_aside(checks: list[SentenceCheck], key: list[str]) -> str | None:
     missing = [token for token in key if token.lower() not in supported.lower()]
     if missing:
         return f"the model's answer left out {', '.join(missing)}"
+    kept = told & content_stems(supported)
+    if told and len(kept) < keep * len(told):
+        return f"the model's answer kept {len(kept)} of the {len(told)} words the best sentence adds to the question"
     return None

@@ -18,6 +18,7 @@ from rag.answering.evidence import (
     evidence_sources,
     extractive_answer,
     key_tokens,
+    news,
     renumbered,
     set_aside,
 )
@@ -99,7 +100,8 @@ class AnswerPipeline:
             yield self.checked(extractive, sources, answered_by="extractive", fallback=str(err), **stamp)
             return
         text, checks = self.checker.check(renumbered("".join(pieces), evidence), sources)
-        replaced = set_aside(checks, key_tokens(asked, evidence, sources))
+        key, told = key_tokens(asked, evidence, sources), news(asked, evidence)
+        replaced = set_aside(checks, key, told, self.config.answer.keep_news)
         if replaced:
             yield self.checked(extractive, sources, answered_by="extractive", replaced=replaced, **stamp)
             return

@@ -258,6 +258,9 @@ class AnswerConfig(Section):
     evidence_margin: float = Field(
         0.3, ge=0, description="A further sentence joins the best one when it scores within this margin of it."
     )
+    other_paper_margin: float = Field(
+        0.03, ge=0, description="Another paper's sentence joins the best one only within this margin of it."
+    )
     min_sentence_score: float = Field(
         0.0, description="Refuse when no sentence of the retrieved abstracts scores this high for the question."
     )
@@ -271,6 +274,13 @@ class AnswerConfig(Section):
     )
     background_penalty: float = Field(0.2, ge=0, description="Loss of an abstract's opening, background sentence.")
     rank_penalty: float = Field(0.05, ge=0, description="Loss per rank below the top source.")
+    keep_news: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="A model's answer stands only if it keeps this share of the words the best evidence sentence "
+        "adds to the question; else the extractive answer does.",
+    )
     support_threshold: float = Field(
         0.5, description="Least similarity between an answer sentence and a source sentence to count as support."
     )

@@ -106,6 +106,8 @@ COMPARE = re.compile(
     rf"|^\W*what(?:'s|\s+is)\s+the\s+difference\s+between\s+(?P<a3>{SHORT})\s+and\s+(?P<b3>{SHORT})[\s.?!]*$",
     re.IGNORECASE,
 )
+# One of the alternatives "A or B" joins: a name of up to four words with no preposition in it.
+ALTERNATIVE = re.compile(r"^(?!.*\b(?:in|for|of|as|to|with|from|on|by|via|using|under)\b)\S+(?:\s+\S+){0,3}$", re.I)
 
 
 @dataclass(frozen=True)
@@ -212,12 +214,15 @@ def _kind(question: str, text: str) -> tuple[Kind, tuple[str, ...]]:
 
 def alternatives(topic: str) -> list[str]:
     """The topics a "papers on A or B" question joins: ["A", "B"]; a one-word A shares B's object
-    ("compressing or managing the KV cache" -> "compressing the KV cache", "managing the KV cache")."""
+    ("compressing or managing the KV cache" -> "compressing the KV cache", "managing the KV cache").
+    Only names are alternatives (up to four words, no preposition): in "diffusion or flow models as
+    priors for cryo-EM", the "or" joins words of one longer topic, which is ranked whole."""
     parts = [part.strip(" ,") for part in re.split(r",?\s+or\s+|,\s+", topic) if part.strip(" ,")]
     if len(parts) < 2:
         return [topic]
     tail = parts[-1].split()[1:]
-    return [f"{part} {' '.join(tail)}" if len(part.split()) == 1 and tail else part for part in parts]
+    parts = [f"{part} {' '.join(tail)}" if len(part.split()) == 1 and tail else part for part in parts]
+    return parts if all(ALTERNATIVE.match(part) for part in parts) else [topic]
 
 
 GENERIC_VERBS = re.compile(

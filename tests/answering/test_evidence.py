@@ -7,14 +7,18 @@ import pytest
 from rag.answering.citations import ungrounded
 from rag.answering.evidence import (
     Evidence,
+    EvidencePicker,
     evidence_sources,
     extractive_answer,
     key_tokens,
+    news,
     paper_name,
+    proposal_position,
     renumbered,
     set_aside,
     tidy,
 )
+from rag.core.config import AnswerConfig, RetrievalConfig
 from rag.core.types import SentenceCheck, Source
 
 RXNFLOW = Source(
@@ -69,6 +73,18 @@ def test_a_number_or_name_the_cited_source_lacks_is_ungrounded():
     assert ungrounded("FakeShield uses 71 templates.", [RXNFLOW]) == ["FakeShield"]
 
 
+def test_a_term_the_sentence_coins_must_be_in_its_source():
+    assert ungrounded('RxnFlow uses a formula called "Causalization" for docking.', [RXNFLOW]) == ["Causalization"]
+    assert ungrounded("RxnFlow assembles building blocks with Causalization.", [RXNFLOW]) == ["Causalization"]
+    assert ungrounded('RxnFlow uses "reaction templates" for drug discovery.', [RXNFLOW]) == []
+
+
+def test_an_abstract_that_never_says_what_it_proposes_has_no_proposal_sentence():
+    assert proposal_position(SEEDLIKE) == 1
+    plain = Source("p3", "Specialist Models", "Specialist models are strong. We build them from generic data.", 0.5)
+    assert proposal_position(plain) == -1  # its opening sentence is not taken for a proposal
+
+
 def test_the_model_sees_only_the_evidence_and_its_markers_map_back():
     evidence = [Evidence(2, "We propose R3D2.", 1.0), Evidence(1, "We use 71 templates.", 0.9)]
     prompt = evidence_sources(evidence, [RXNFLOW, SEEDLIKE])
@@ -79,17 +95,29 @@ def test_the_model_sees_only_the_evidence_and_its_markers_map_back():
     )
 
 
+BEST = [Evidence(1, "We use 1.2 million building blocks and 71 reaction templates.", 1.0)]
+QUESTION = "Which reaction templates does RxnFlow use?"
+
+
 @pytest.mark.parametrize(
     ("checks", "key", "reason"),
     [
-        ([SentenceCheck("RxnFlow uses 71 templates", (1,), True, 0.8)], ["71"], None),
+        ([SentenceCheck("RxnFlow uses 1.2 million building blocks and 71 templates", (1,), True, 0.8)], ["71"], None),
         ([SentenceCheck("RxnFlow uses templates", (1,), True, 0.8)], ["71"], "left out 71"),
         ([SentenceCheck("RxnFlow uses 71 templates", (1,), False, 0.3)], ["71"], "no sentence"),
+        # supported and holding the number, but it keeps none of "million building blocks", the best sentence's news
+        ([SentenceCheck("RxnFlow uses 71 templates", (1,), True, 0.8)], ["71"], "kept 0 of the 3 words"),
     ],
 )
 def test_a_model_answer_is_set_aside_when_unsupported_or_missing_the_key_fact(checks, key, reason):
-    found = set_aside(checks, key)
+    found = set_aside(checks, key, news(QUESTION, BEST), keep=0.5)
     assert (found is None) if reason is None else (reason in found)
+
+
+def test_the_news_are_the_best_sentence_words_the_question_lacks():
+    assert news(QUESTION, BEST) == {"millio", "buildi", "blocks"}
+    assert news(QUESTION, []) == set()
+    assert news("How many reaction templates does RxnFlow use?", BEST) == set()  # the number is the answer
 
 
 @pytest.mark.parametrize(
@@ -106,3 +134,21 @@ def test_the_issue_questions_get_their_fact_from_the_extractive_answer(seeded, q
     assert fact in answer.text
     assert answer.text.count("[") <= 3
     assert all(check.supported for check in answer.checks)
+
+
+def test_another_papers_sentence_joins_only_when_it_scores_almost_as_well(embeddings):
+    """A question about one paper is answered by it: the second paper's sentence on templates scores
+    close to RxnFlow's own, yet joins only under a wide `other_paper_margin`."""
+    other = Source(
+        "p9", "SynFlow: Templates for Molecules", "SynFlow uses 80 reaction templates to build molecules.", 0.6
+    )
+    question = "How many reaction templates does RxnFlow use?"
+
+    def papers(other_margin: float) -> set[int]:
+        picker = EvidencePicker(
+            embeddings, AnswerConfig(other_paper_margin=other_margin), RetrievalConfig(min_evidence=0)
+        )
+        return {item.number for item in picker.pick(question, [RXNFLOW, other])}
+
+    assert papers(0.0) == {1}
+    assert papers(1.0) == {1, 2}

@@ -307,6 +307,15 @@ def test_a_model_answer_without_the_asked_number_gives_way_to_the_evidence(seede
     assert "71 reaction templates" in prompt and "CrossDocked2020" not in prompt
 
 
+def test_a_model_answer_that_restates_the_question_gives_way_to_the_evidence(seeded, embeddings, key):
+    question = "What does RxnFlow assemble molecules from?"
+    restated = "RxnFlow assembles molecules [1]."  # supported, and says nothing new
+    with scripted_server(chat(restated)) as url:
+        answer = hosted(seeded, embeddings, url).answer(question)
+    assert answer.answered_by == "extractive" and "words the best sentence adds" in answer.replaced
+    assert answer.text != restated and "[1]" in answer.text
+
+
 # -- failures of the model, against real sockets -----------------------------------------------
 
 FAILURES = {

@@ -10,7 +10,7 @@ import pytest
 from conftest import MOE, settings_for
 
 from rag.core.filters import Filters
-from rag.retrieval.understand import understand, without_kind_words
+from rag.retrieval.understand import alternatives, understand, without_kind_words
 from rag.service import RagService
 
 ACCEPTED = ("Oral", "Spotlight", "Poster")
@@ -48,6 +48,24 @@ def test_the_kind_and_the_filters_stated_in_words_are_read(question, kind, filte
     assert (understood.kind, understood.filters) == (kind, filters)
     if topic:
         assert without_kind_words(understood).text == topic
+
+
+@pytest.mark.parametrize(
+    "topic, ranked",
+    [
+        ("over-smoothing or over-squashing", ["over-smoothing", "over-squashing"]),
+        ("compressing or managing the KV cache", ["compressing the KV cache", "managing the KV cache"]),
+        ("3D Gaussian splatting or neural radiance fields", ["3D Gaussian splatting", "neural radiance fields"]),
+        # "or" inside one longer topic: "pretrained diffusion" alone would list every diffusion paper
+        (
+            "pretrained diffusion or flow models as priors for cryo-EM",
+            ["pretrained diffusion or flow models as priors for cryo-EM"],
+        ),
+        ("plasma control or forecasting in tokamak reactors", ["plasma control or forecasting in tokamak reactors"]),
+    ],
+)
+def test_a_topic_splits_into_alternatives_only_when_each_is_a_short_name(topic, ranked):
+    assert alternatives(topic) == ranked
 
 
 def test_compare_names_the_two_things_compared():
