@@ -43,6 +43,7 @@ def list_answer(
     `rankings`: one per alternative of the topic ("flow matching or rectified flow" has two); a paper
     on any of them is listed, once."""
     listed = list({s.paper_id: s for ranked in rankings for s in on_topic(ranked, settings)}.values())
+    listed = [source for source in listed if not names(source.title, asked.left_out)]
     ranked = max(rankings, key=len)
     cap = settings.questions.list_cap
     scope = _scope(applied)
@@ -51,14 +52,17 @@ def list_answer(
         f"{settings.questions.list_min_evidence:.2f} and ≥ {settings.questions.list_relative_evidence:.0%} of the "
         f"best paper's, BM25 ≥ {settings.questions.list_relative_bm25:.0%} of the best, among the {len(ranked)} "
         f"best-ranked of {scope}"
+        + (f"; left out: papers whose title names “{asked.left_out}”" if asked.left_out else "")
     )
     fields = {"kind": asked.kind, "line": line, "count": len(listed), **stamp}
     if not listed:
-        text = f"No paper is about “{asked.text}”{_within(applied)}."
+        text = f"No paper is about “{asked.text}”{_within(applied)}{_leaving(asked)}."
         return Answer(text=text, sources=ranked[:5], refused=True, refusal_reason=line, **fields)
     many = f"at least {len(listed)}" if len(ranked) >= cap and len(listed) == len(ranked) else str(len(listed))
     noun = "paper" if len(listed) == 1 else "papers"
-    head = f"{many} {noun} {'match' if len(listed) > 1 else 'matches'} “{asked.text}”{_within(applied)}:"
+    head = (
+        f"{many} {noun} {'match' if len(listed) > 1 else 'matches'} “{asked.text}”{_within(applied)}{_leaving(asked)}:"
+    )
     lines = [head, *(_line(number, source, asked.text) for number, source in enumerate(listed, start=1))]
     return Answer(text="\n".join(lines), sources=listed, answered_by="list", **fields)
 
@@ -108,6 +112,16 @@ def _scope(applied: Filters) -> str:
     """The papers searched, in words: 'the papers with status: Oral', 'the index'."""
     labels = applied.labels()
     return "the papers with " + "; ".join(labels) if labels else "the index"
+
+
+def names(title: str, left_out: str) -> bool:
+    """True when a title names every word of what the question leaves out (stems: "LLMs" names "LLM")."""
+    wanted, held = terms(left_out), terms(title)
+    return bool(wanted) and all(any(h.startswith(w) or w.startswith(h) for h in held) for w in wanted)
+
+
+def _leaving(asked: Understood) -> str:
+    return f", leaving out papers whose title names “{asked.left_out}”" if asked.left_out else ""
 
 
 def _within(applied: Filters) -> str:

@@ -144,7 +144,7 @@ class Answer:
         if self.fallback:
             return f"the model failed: {self.fallback}; extractive answer instead"
         if self.replaced:
-            return f"extractive answer: the model's answer was set aside ({self.replaced})"
+            return f"extractive answer, because {self.replaced}"
         if self.answered_by == "model":
             return f"answered by the model{f' ({model})' if model else ''}, checked against the abstracts"
         if self.answered_by == "extractive":

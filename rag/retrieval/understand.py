@@ -106,6 +106,12 @@ COMPARE = re.compile(
     rf"|^\W*what(?:'s|\s+is)\s+the\s+difference\s+between\s+(?P<a3>{SHORT})\s+and\s+(?P<b3>{SHORT})[\s.?!]*$",
     re.IGNORECASE,
 )
+# "…, excluding LLMs" / "but not vision" / "other than RL": what a list leaves out. Not "without", which
+# often belongs to a topic ("fine-tuning without backpropagation").
+LEFT_OUT = re.compile(
+    r"[,;]?\s+(?:but\s+not|excluding|except(?:\s+for)?|other\s+than|not\s+(?:about|on|using))\s+(?P<left>[^,;?!.]+)",
+    re.IGNORECASE,
+)
 # One of the alternatives "A or B" joins: a name of up to four words with no preposition in it.
 ALTERNATIVE = re.compile(r"^(?!.*\b(?:in|for|of|as|to|with|from|on|by|via|using|under)\b)\S+(?:\s+\S+){0,3}$", re.I)
 
@@ -119,6 +125,7 @@ class Understood:
     kind: Kind = "lookup"
     filters: Filters = field(default_factory=Filters)  # stated in words; explicit filters win over these
     compared: tuple[str, ...] = ()  # for compare: the two things named
+    left_out: str = ""  # for list and count: what "… excluding LLMs" leaves out (papers whose title names it)
 
     def applied(self, explicit: Filters, dropped: frozenset[str] = frozenset()) -> Filters:
         """The filters a search uses: each field given explicitly, else the one understood (unless dropped)."""
@@ -233,10 +240,15 @@ GENERIC_VERBS = re.compile(
 
 
 def without_kind_words(understood: Understood) -> Understood:
-    """The ranking text without "how many papers" / "show me" lead-ins, which match every abstract."""
-    text = COUNT.sub("", understood.text)
+    """The ranking text without "how many papers" / "show me" lead-ins, which match every abstract,
+    and without what it leaves out ("…, excluding LLMs" goes to `left_out`)."""
+    text, left_out = understood.text, ""
+    left = LEFT_OUT.search(text)
+    if left:
+        text, left_out = text[: left.start()] + text[left.end() :], left.group("left").strip()
+    text = COUNT.sub("", text)
     text = LIST.sub("", text)
     text = re.sub(rf"^\W*(?:{PAPERS}\s+)?(?:are\s+|were\s+|is\s+)?(?:about|on|that|which)?\s*", "", text)
     # Verbs that say only "is about": "deal with over-smoothing" ranks as "over-smoothing".
     text = re.sub(GENERIC_VERBS, "", text)
-    return replace(understood, text=text.strip(" ?.!") or understood.text)
+    return replace(understood, text=text.strip(" ?.!") or understood.text, left_out=left_out)

@@ -298,7 +298,7 @@ def sample_answer(**fields) -> Answer:
         ({"answered_by": "extractive"}, "extractive answer: sentences quoted from the abstracts"),
         (
             {"answered_by": "extractive", "replaced": "it cited <b>nothing</b>"},
-            "extractive answer: the model&#x27;s answer was set aside (it cited &lt;b&gt;nothing&lt;/b&gt;)",
+            "extractive answer, because it cited &lt;b&gt;nothing&lt;/b&gt;",
         ),
         (
             {"answered_by": "extractive", "fallback": "timed out"},

@@ -68,6 +68,25 @@ def test_a_topic_splits_into_alternatives_only_when_each_is_a_short_name(topic, 
     assert alternatives(topic) == ranked
 
 
+@pytest.mark.parametrize(
+    "question, topic, left_out",
+    [
+        ("Which papers are about mixture-of-experts, excluding LLMs?", "mixture-of-experts", "LLMs"),
+        (
+            "How many oral papers study diffusion models but not video generation?",
+            "diffusion models",
+            "video generation",
+        ),
+        ("Show me papers on RL other than offline RL", "RL", "offline RL"),
+        # "without" belongs to the topic: nothing is left out
+        ("Which papers are about fine-tuning without backpropagation?", "fine-tuning without backpropagation", ""),
+    ],
+)
+def test_what_a_list_leaves_out_is_read_apart_from_its_topic(question, topic, left_out):
+    read = without_kind_words(understand(question))
+    assert (read.text, read.left_out) == (topic, left_out)
+
+
 def test_compare_names_the_two_things_compared():
     assert understand("Compare OLMoE and MoE++.").compared == ("OLMoE", "MoE++")
     assert understand("Compare Palu and MatryoshkaKV for KV-cache compression").compared == ("Palu", "MatryoshkaKV")
@@ -100,6 +119,19 @@ def test_a_list_question_lists_the_papers_of_the_status_it_names(moe):
     # Unticking the understood filter (the UI's chip) asks again over every status.
     wider = moe.answer("Which oral papers are about mixture-of-experts?", dropped={"status"})
     assert wider.understood == [] and "Poster" in {source.status for source in wider.listed}
+
+
+def test_a_list_leaves_out_the_papers_whose_title_names_what_the_question_excludes(moe):
+    def llm_titled(answer) -> list[str]:
+        return [s.title for s in answer.listed if re.search(r"\bLLMs?\b|language models?", s.title, re.IGNORECASE)]
+
+    every = moe.answer("Which papers are about mixture-of-experts?")
+    assert llm_titled(every), "the slice has MoE papers titled for LLMs: the test needs them"
+    fewer = moe.answer("Which papers are about mixture-of-experts, excluding LLMs?")
+    assert fewer.kind == "list" and fewer.listed and not [t for t in llm_titled(fewer) if "LLM" in t]
+    assert {s.paper_id for s in fewer.listed} < {s.paper_id for s in every.listed}
+    assert fewer.text.startswith(f"{fewer.count} papers match “mixture-of-experts”, leaving out papers whose title")
+    assert fewer.line.endswith("left out: papers whose title names “LLMs”")
 
 
 def test_a_count_says_how_many_and_how_the_line_was_drawn(moe):
