@@ -125,11 +125,19 @@ class EvidencePicker:
                 firsts.setdefault(item.number, item)
             close = [e for e in firsts.values() if e is not best and self.passes(sources[e.number - 1])]
         else:
-            widen = 2 if TWO_ASKS.search(question) else 1
-            # Another paper's sentence must come much closer: a question about one paper is answered by it.
-            margins = {True: self.answer.evidence_margin * widen, False: self.answer.other_paper_margin * widen}
-            close = [e for e in scored[1:] if e.score >= best.score - margins[e.number == best.number]]
+            close = [e for e in scored[1:] if e.score >= best.score - self.margin(e, best, question)]
         return [best, *close][: self.answer.evidence_sentences]
+
+    def margin(self, item: Evidence, best: Evidence, question: str) -> float:
+        """How far below the best sentence another may score and still join it. A question about one
+        paper is answered by it: another paper's sentence must come much closer, except one of the
+        paper retrieval ranked first, when the best sentence is not its own."""
+        widen = 2 if TWO_ASKS.search(question) else 1
+        if item.number == best.number:
+            return self.answer.evidence_margin * widen
+        if item.number == 1:
+            return self.answer.evidence_margin * widen / 2
+        return self.answer.other_paper_margin * widen
 
     def passes(self, source: Source) -> bool:
         """A source that would not be refused on its own has earned its place in an answer."""
