@@ -19,7 +19,7 @@ from rag.ingest.papers import PaperRecord, load_papers, make_record
 
 EVAL_DIR = PROJECT_ROOT / "tests" / "eval"
 SEED_QUESTIONS = EVAL_DIR / "seed_questions.jsonl"
-QUESTION_FILES = ("seed_questions.jsonl", "full_questions.jsonl", "researcher_questions.jsonl")
+QUESTION_FILES = ("seed_questions.jsonl", "full_questions.jsonl", "researcher_questions.jsonl", "how_questions.jsonl")
 FLOOR = EVAL_DIR / "floor.json"
 LIST_QUESTIONS = "list_questions.jsonl"
 
