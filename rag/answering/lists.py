@@ -7,7 +7,8 @@ and a BM25 score at least `list_relative_bm25` of the best one (a paper about th
 words often, one that mentions it in passing does not). The line is relative because how closely
 papers match depends on how a topic is worded; it was chosen on tests/eval/list_questions.jsonl
 (docs/evaluation.md). Each paper comes with the sentence of its passages that holds most of the
-topic's words, quoted and cited.
+topic's words, quoted and cited. What the question leaves out ("…, excluding LLMs") is left out of the
+list: the papers whose title names it.
 """
 
 from __future__ import annotations
@@ -115,9 +116,11 @@ def _scope(applied: Filters) -> str:
 
 
 def names(title: str, left_out: str) -> bool:
-    """True when a title names every word of what the question leaves out (stems: "LLMs" names "LLM")."""
-    wanted, held = terms(left_out), terms(title)
-    return bool(wanted) and all(any(h.startswith(w) or w.startswith(h) for h in held) for w in wanted)
+    """True when a title names every word of what the question leaves out, as stems, a plural's "s"
+    aside ("LLMs" names "LLM"; "RL" does not name "RLHF")."""
+    held = {term.rstrip("s") for term in terms(title)}
+    wanted = {term.rstrip("s") for term in terms(left_out)}
+    return bool(wanted) and wanted <= held
 
 
 def _leaving(asked: Understood) -> str:

@@ -9,6 +9,7 @@ import re
 import pytest
 from conftest import MOE, settings_for
 
+from rag.answering.lists import names
 from rag.core.filters import Filters
 from rag.retrieval.understand import alternatives, understand, without_kind_words
 from rag.service import RagService
@@ -132,6 +133,20 @@ def test_a_list_leaves_out_the_papers_whose_title_names_what_the_question_exclud
     assert {s.paper_id for s in fewer.listed} < {s.paper_id for s in every.listed}
     assert fewer.text.startswith(f"{fewer.count} papers match “mixture-of-experts”, leaving out papers whose title")
     assert fewer.line.endswith("left out: papers whose title names “LLMs”")
+
+
+@pytest.mark.parametrize(
+    "title, left_out, named",
+    [
+        ("Ada-K Routing: Boosting the Efficiency of MoE-based LLMs", "LLMs", True),
+        ("Mixture Compressor for Mixture-of-Experts LLMs", "LLM", True),
+        ("Safe RLHF for Language Models", "RL", False),
+        ("Vision Mixture-of-Experts", "vision models", False),
+        ("Large Vision Models with Experts", "vision models", True),
+    ],
+)
+def test_a_title_names_what_is_left_out_only_with_every_word(title, left_out, named):
+    assert names(title, left_out) is named
 
 
 def test_a_count_says_how_many_and_how_the_line_was_drawn(moe):
