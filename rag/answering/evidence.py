@@ -125,19 +125,19 @@ class EvidencePicker:
                 firsts.setdefault(item.number, item)
             close = [e for e in firsts.values() if e is not best and self.passes(sources[e.number - 1])]
         else:
-            close = [e for e in scored[1:] if e.score >= best.score - self.margin(e, best, question)]
+            widen = 2 if TWO_ASKS.search(question) else 1  # "what does X optimize, and on which tasks"
+            close = [e for e in scored[1:] if e.score >= best.score - widen * self.margin(e, best)]
         return [best, *close][: self.answer.evidence_sentences]
 
-    def margin(self, item: Evidence, best: Evidence, question: str) -> float:
+    def margin(self, item: Evidence, best: Evidence) -> float:
         """How far below the best sentence another may score and still join it. A question about one
         paper is answered by it: another paper's sentence must come much closer, except one of the
         paper retrieval ranked first, when the best sentence is not its own."""
-        widen = 2 if TWO_ASKS.search(question) else 1
         if item.number == best.number:
-            return self.answer.evidence_margin * widen
+            return self.answer.evidence_margin
         if item.number == 1:
-            return self.answer.evidence_margin * widen / 2
-        return self.answer.other_paper_margin * widen
+            return self.answer.evidence_margin / 2
+        return self.answer.other_paper_margin
 
     def passes(self, source: Source) -> bool:
         """A source that would not be refused on its own has earned its place in an answer."""
@@ -352,7 +352,7 @@ def renumbered(text: str, evidence: list[Evidence]) -> str:
 
 def news(question: str, evidence: list[Evidence]) -> set[str]:
     """The best sentence's content words (stems) that the question lacks: what it tells the asker.
-    None for a "how many" question, whose asked numbers (its key tokens) are the whole answer."""
+    Empty for a "how many" question, whose asked numbers (its key tokens) are the whole answer."""
     if not evidence or HOW_MUCH.search(question):
         return set()
     return content_stems(evidence[0].sentence) - content_stems(question)
