@@ -2,6 +2,7 @@
 
     python benchmarks/lists.py --index /path/to/full-list/index            # both splits, per question
     python benchmarks/lists.py --index ... --split dev --lines 0.8,0.9,1.0  # where to draw the line
+    python benchmarks/lists.py --index ... --split test --ceiling           # could any one line count right?
 
 The index must hold the full ICLR 2025 list (`rag ingest ../shared/corpus/iclr2025.jsonl.gz`, extractive
 config). Questions: tests/eval/list_questions.jsonl (gold sets built by hand, see tests/eval/README.md).
@@ -18,9 +19,10 @@ import statistics
 import time
 from pathlib import Path
 
+from rag.answering.lists import list_answer
 from rag.core.config import with_overrides
 from rag.core.filters import Filters
-from rag.retrieval.understand import understand
+from rag.retrieval.understand import alternatives, understand, without_kind_words
 from rag.service import RagService
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,9 +43,16 @@ def main() -> int:
     parser.add_argument(
         "--literal", action="store_true", help="the baseline: questions taken literally (k=5), the papers cited count"
     )
+    parser.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="the count questions under each of 550 lines: the best one line for the split itself, and per question",
+    )
     args = parser.parse_args()
 
     questions = read(EVAL / "list_questions.jsonl", args.split)
+    if args.ceiling:
+        return ceiling(args, [q for q in questions if q["kind"] == "count"])
     lookups = [
         row for name in ("full_questions.jsonl", "researcher_questions.jsonl") for row in read(EVAL / name, args.split)
     ]
@@ -102,6 +111,37 @@ def measure(args: argparse.Namespace, questions: list[dict], line: float | None)
         f" ({len(precisions)} list/count questions); counts within 20%: {sum(counts_within)}/{len(counts_within)};"
         f" answer p50 {statistics.median(seconds) * 1000:.0f} ms, max {max(seconds) * 1000:.0f} ms"
     )
+
+
+def ceiling(args: argparse.Namespace, questions: list[dict]) -> int:
+    """Counts under every line of a grid (list_min_evidence × list_relative_evidence × list_relative_bm25),
+    from the same rankings the answer uses: how many questions the best single line, picked on this
+    split itself, counts within 20%, and how many lines fit each question."""
+    service = RagService(with_overrides("extractive", vectorstore={"path": str(args.index)}))
+    grid = [
+        {"list_min_evidence": low, "list_relative_evidence": relative / 100, "list_relative_bm25": bm25 / 10}
+        for low in (0.7, 0.8, 0.9, 1.0, 1.1)
+        for relative in range(50, 101, 5)
+        for bm25 in range(10)
+    ]
+    settings = [with_overrides("extractive", questions=line) for line in grid]
+    within = []  # per question: for each line, whether its count is within 20%
+    for question in questions:
+        asked = understand(question["question"], service._known_author)
+        topic = without_kind_words(asked)
+        applied = asked.applied(Filters(), frozenset())
+        rankings = [service.retrieve(text, 50, applied) for text in alternatives(topic.text)]
+        gold = len(question["gold"])
+        counts = [list_answer(topic, applied, rankings, config, question="").count or 0 for config in settings]
+        within.append([abs(count - gold) <= 0.2 * gold for count in counts])
+        print(
+            f"  gold {gold:3} counted {min(counts)}–{max(counts)}; lines that fit {sum(within[-1]):3}/{len(grid)}"
+            f"  {question['question'][:70]}"
+        )
+    best = max(range(len(grid)), key=lambda line: sum(row[line] for row in within))
+    right = sum(row[best] for row in within)
+    print(f"best single line on this split: {grid[best]}: {right}/{len(within)} counts within 20%")
+    return 0
 
 
 if __name__ == "__main__":

@@ -6,9 +6,10 @@ measures it) at least `list_min_evidence` and at least `list_relative_evidence` 
 and a BM25 score at least `list_relative_bm25` of the best one (a paper about the topic says its
 words often, one that mentions it in passing does not). The line is relative because how closely
 papers match depends on how a topic is worded; it was chosen on tests/eval/list_questions.jsonl
-(docs/evaluation.md). Each paper comes with the sentence of its passages that holds most of the
-topic's words, quoted and cited. What the question leaves out ("…, excluding LLMs") is left out of the
-list: the papers whose title names it.
+(docs/evaluation.md). A topic of more than six words is a description, not a name: papers on it hold
+fewer of its words, and the looser `list_relative_evidence_long` applies. Each paper comes with the
+sentence of its passages that holds most of the topic's words, quoted and cited. What the question
+leaves out ("…, excluding LLMs") is left out of the list: the papers whose title names it.
 """
 
 from __future__ import annotations
@@ -22,16 +23,25 @@ from rag.index.lexical import terms
 from rag.retrieval.refusal import evidence
 from rag.retrieval.understand import Understood
 
+LONG_TOPIC = 6  # words: a longer topic is a description ("generate DAGs by combining …"), not a name
 
-def on_topic(sources: list[Source], config: Settings) -> list[Source]:
+
+def relative_evidence(topic: str, config: Settings) -> float:
+    """The share of the best paper's evidence a paper needs, for this topic."""
+    line = config.questions
+    return line.list_relative_evidence_long if len(terms(topic)) > LONG_TOPIC else line.list_relative_evidence
+
+
+def on_topic(sources: list[Source], topic: str, config: Settings) -> list[Source]:
     """The sources on the topic, in rank order (see the module's docstring for the line)."""
     line = config.questions
+    relative = relative_evidence(topic, config)
     best_evidence = max(map(evidence, sources), default=0.0)
     best_bm25 = max((float(source.match.get("bm25", 0.0)) for source in sources), default=0.0)
     return [
         source
         for source in sources
-        if evidence(source) >= max(line.list_min_evidence, line.list_relative_evidence * best_evidence)
+        if evidence(source) >= max(line.list_min_evidence, relative * best_evidence)
         and float(source.match.get("bm25", 0.0)) >= line.list_relative_bm25 * best_bm25
     ]
 
@@ -43,14 +53,14 @@ def list_answer(
 
     `rankings`: one per alternative of the topic ("flow matching or rectified flow" has two); a paper
     on any of them is listed, once."""
-    listed = list({s.paper_id: s for ranked in rankings for s in on_topic(ranked, settings)}.values())
+    listed = list({s.paper_id: s for ranked in rankings for s in on_topic(ranked, asked.text, settings)}.values())
     listed = [source for source in listed if not names(source.title, asked.left_out)]
     ranked = max(rankings, key=len)
     cap = settings.questions.list_cap
     scope = _scope(applied)
     line = (
         f"listed: evidence (best passage similarity + share of the topic's words) ≥ "
-        f"{settings.questions.list_min_evidence:.2f} and ≥ {settings.questions.list_relative_evidence:.0%} of the "
+        f"{settings.questions.list_min_evidence:.2f} and ≥ {relative_evidence(asked.text, settings):.0%} of the "
         f"best paper's, BM25 ≥ {settings.questions.list_relative_bm25:.0%} of the best, among the {len(ranked)} "
         f"best-ranked of {scope}"
         + (f"; left out: papers whose title names “{asked.left_out}”" if asked.left_out else "")

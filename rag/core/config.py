@@ -307,6 +307,14 @@ class QuestionsConfig(Section):
     list_relative_evidence: float = Field(
         0.8, ge=0, le=1, description="... and its evidence is at least this share of the best-ranked paper's."
     )
+    list_relative_evidence_long: float = Field(
+        0.75,
+        ge=0,
+        le=1,
+        description="The share above for a topic of more than six words, a description rather than a name: "
+        "papers on it hold fewer of its words. Chosen on the 'which papers' questions of the lookup sets' dev "
+        "splits (no list_questions.jsonl topic is that long).",
+    )
     list_relative_bm25: float = Field(
         0.5, ge=0, le=1, description="... and its BM25 score is at least this share of the best BM25 score."
     )

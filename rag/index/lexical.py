@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import threading
+import unicodedata
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
@@ -39,9 +40,13 @@ from rag.index.store import Revision
 if TYPE_CHECKING:
     from rag.index.store import PaperIndex
 
-LEXICAL_VERSION = 4  # bump when the tokenizer or the files change, so old builds are rebuilt
+LEXICAL_VERSION = 5  # bump when the tokenizer or the files change, so old builds are rebuilt
 # Letters and digits only: "_Jump Your Steps_" (Markdown emphasis in abstracts) must give "jump".
 TOKEN = re.compile(r"[^\W_]{2,}")
+# A Greek letter is its name, as abstracts write it in LaTeX: a question's "ε-VAE" finds "$\epsilon$-VAE".
+GREEK = re.compile(r"[\u0370-\u03ff]")
+# LaTeX's variant letters are the same letter to a reader: "$\varepsilon$" is "ε".
+VARIANT = re.compile(r"\bvar(?=epsilon|phi|theta|pi|rho|sigma|kappa)")
 
 
 class Bm25Index:
@@ -284,8 +289,17 @@ class LexicalStore:
 
 
 def terms(text: str) -> list[str]:
-    """Lower-cased, stemmed word tokens without stop words: what BM25 and coverage compare."""
-    return _stem([token for token in TOKEN.findall(text.lower()) if token not in STOPWORDS])
+    """Lower-cased, stemmed word tokens without stop words: what BM25 and coverage compare. Greek
+    letters are spelled out ("ε" and "$\\varepsilon$" give "epsilon")."""
+    text = VARIANT.sub("", GREEK.sub(greek_name, text.lower()))
+    return _stem([token for token in TOKEN.findall(text) if token not in STOPWORDS])
+
+
+def greek_name(match: re.Match) -> str:
+    """ "ε" -> " epsilon " ("GREEK SMALL LETTER EPSILON"; "ϵ" is "GREEK LUNATE EPSILON SYMBOL")."""
+    words = unicodedata.name(match.group(0), "").split()
+    letter = words[-2] if words[-1:] == ["SYMBOL"] else words[-1] if "LETTER" in words else ""
+    return f" {letter.lower()} "
 
 
 def idf(papers: int, holding: int) -> float:

@@ -155,3 +155,37 @@ def test_another_papers_sentence_joins_only_when_it_scores_almost_as_well(embedd
     assert papers(question, 1.0) == {1, 2}
     # When the best sentence is a lower-ranked paper's, the paper retrieval ranked first may still join.
     assert papers("How many templates build the molecules?", 0.0) == {1, 2}
+
+
+MANIBOX = Source(
+    "p3",
+    "ManiBox: Enhancing Spatial Grasping Generalization via Scalable Simulation Data Generation",
+    "Learning a policy that can generalize to unseen objects is hard. We present ManiBox, a bounding-box-guided "
+    "manipulation method whose grasping policies, trained on simulated bounding boxes, transfer to real robots. "
+    "For a given spatial volume, the success rate of grasping follows Michaelis-Menten kinetics relative to data "
+    "volume. A teacher policy generates the simulation data.",
+    0.7,
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "sentences"),
+    [
+        # The best sentence answers the first ask; the second ask's own best sentence follows it.
+        (
+            "Can grasping policies trained on simulated bounding boxes transfer to real robots, and how does "
+            "success scale with data?",
+            ["transfer to real robots", "Michaelis-Menten"],
+        ),
+        # The best sentence answers both asks: nothing joins it (the margin is 0 here).
+        (
+            "What manipulation method does ManiBox present, and what do its grasping policies transfer to?",
+            ["transfer to real robots"],
+        ),
+    ],
+)
+def test_a_question_that_asks_two_things_gets_a_sentence_for_each(embeddings, question, sentences):
+    picker = EvidencePicker(embeddings, AnswerConfig(evidence_margin=0), RetrievalConfig(min_evidence=0))
+    picked = picker.pick(question, [MANIBOX])
+    assert len(picked) == len(sentences)
+    assert all(part in item.sentence for part, item in zip(sentences, picked))

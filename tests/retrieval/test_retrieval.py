@@ -15,6 +15,7 @@ from conftest import SEED_FILE, seed_abstracts, settings_for, write_jsonl
 from rag.core.config import PROJECT_ROOT, with_overrides
 from rag.core.filters import Filters
 from rag.core.types import PASSAGE_GAP
+from rag.index.lexical import terms
 from rag.retrieval.search import Candidate
 from rag.retrieval.stages.mmr import mmr
 from rag.service import RagService
@@ -83,6 +84,14 @@ def test_hybrid_fusion_recovers_what_one_ranking_ranks_low(listed):
     bm25 = in_mode(listed, "bm25").retrieve(question, k=5)
     hybrid = in_mode(listed, "hybrid").retrieve(question, k=5)
     assert bm25[0].paper_id == hybrid[0].paper_id == gold_of("XLand-100B")
+
+
+def test_a_greek_letter_finds_the_latex_that_spells_it(listed):
+    """A question's "τ" (or "ε-VAE") matches an abstract's `$\\tau$` (`$\\epsilon$-VAE`) in BM25."""
+    assert terms("ε-VAE") == terms("$\\epsilon$-VAE") == terms("ϵ-VAE") == terms("$\\varepsilon$-VAE")
+    assert terms("β and τ") == ["beta", "tau"]
+    ranked = in_mode(listed, "bm25").retrieve("τ")
+    assert ranked and ranked[0].paper_id == gold_of("Jump Your Steps")
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -9,8 +9,10 @@ import re
 import pytest
 from conftest import MOE, settings_for
 
-from rag.answering.lists import names
+from rag.answering.lists import names, on_topic
+from rag.core.config import load_config
 from rag.core.filters import Filters
+from rag.core.types import Source
 from rag.retrieval.understand import alternatives, understand, without_kind_words
 from rag.service import RagService
 
@@ -147,6 +149,19 @@ def test_a_list_leaves_out_the_papers_whose_title_names_what_the_question_exclud
 )
 def test_a_title_names_what_is_left_out_only_with_every_word(title, left_out, named):
     assert names(title, left_out) is named
+
+
+def test_a_topic_that_describes_rather_than_names_draws_a_looser_line():
+    """Papers on a long, descriptive topic hold fewer of its words than papers on a name do: the second
+    paper, at 78% of the best one's evidence, is on a described topic but not on a named one."""
+    papers = [
+        Source(paper_id, paper_id, "", cosine, {"match": {"coverage": coverage, "bm25": 10.0}})
+        for paper_id, cosine, coverage in (("SeaDAG", 0.7, 0.9), ("LayerDAG", 0.6, 0.65))
+    ]
+    config = load_config("extractive")
+    described = "generate directed acyclic graphs by combining layer-wise autoregressive generation with diffusion"
+    assert [s.paper_id for s in on_topic(papers, "DAG diffusion", config)] == ["SeaDAG"]
+    assert [s.paper_id for s in on_topic(papers, described, config)] == ["SeaDAG", "LayerDAG"]
 
 
 def test_a_count_says_how_many_and_how_the_line_was_drawn(moe):
