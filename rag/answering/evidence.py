@@ -125,27 +125,9 @@ class EvidencePicker:
                 firsts.setdefault(item.number, item)
             close = [e for e in firsts.values() if e is not best and self.passes(sources[e.number - 1])]
         else:
-            two = TWO_ASKS.search(question)
-            widen = 2 if two else 1  # "what does X optimize, and on which tasks"
+            widen = 2 if TWO_ASKS.search(question) else 1  # "what does X optimize, and on which tasks"
             close = [e for e in scored[1:] if e.score >= best.score - widen * self.margin(e, best)]
-            other = self.other_ask(question, two.start(), best, sources) if two else None
-            if other:
-                close = [other, *(e for e in close if e.sentence != other.sentence)]
         return [best, *close][: self.answer.evidence_sentences]
-
-    def other_ask(self, question: str, split: int, best: Evidence, sources: list[Source]) -> Evidence | None:
-        """For a question that asks two things ("can X transfer, and how does success scale with data?"):
-        when the best sentence holds less than half the words of one ask, the best sentence of the same
-        paper for that ask, which follows it; None when the best sentence answers both."""
-        head, tail = question[:split], question[split:]
-        held = content_stems(best.sentence)
-        shares = [len(stems & held) / len(stems) if stems else 1.0 for stems in map(content_stems, (head, tail))]
-        if min(shares) >= 0.5:
-            return None
-        ask = tail if shares[0] >= shares[1] else head
-        return next(
-            (e for e in self.scored(ask, sources) if e.number == best.number and e.sentence != best.sentence), None
-        )
 
     def margin(self, item: Evidence, best: Evidence) -> float:
         """How far below the best sentence another may score and still join it. A question about one
@@ -257,14 +239,14 @@ def paper_name(source: Source) -> str:
     title = source.title.strip()
     head, colon, _ = title.partition(":")
     if colon and len(head.split()) <= 4:
-        return head.strip()
+        return plain_text(head.strip())  # "$\epsilon$-VAE" reads "ϵ-VAE"
     # A stand-in title starts at the abstract's proposal, which the passages given may not include.
     proposal = next(filter(None, map(PROPOSAL.search, [title, *source_sentences(source)])), None)
     if proposal:
         name = proposed_name(proposal.string[proposal.end() :])
         if name:
             return name
-    return "" if is_stand_in(title, source) else f"“{title}”"
+    return "" if is_stand_in(title, source) else f"“{plain_text(title)}”"
 
 
 def proposed_name(after: str) -> str:
