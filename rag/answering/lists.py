@@ -14,9 +14,9 @@ leaves out ("…, excluding LLMs") is left out of the list: the papers whose tit
 
 from __future__ import annotations
 
+from rag.answering.evidence import BACKGROUND, source_sentences
 from rag.core.config import Settings
 from rag.core.filters import Filters
-from rag.core.markers import split_sentences
 from rag.core.markup import plain_text
 from rag.core.types import Answer, Source
 from rag.index.lexical import terms
@@ -102,12 +102,17 @@ def compare_answer(asked: Understood, pairs: list[tuple[str, Source | None]], **
 
 
 def best_sentence(source: Source, topic: str) -> str:
-    """The sentence of the source's passages that holds most of the topic's words (the first on a tie)."""
+    """The sentence of the source's passages that holds most of the topic's words; on a tie, one that
+    says what the paper does rather than the background (an abstract's opening, "Recent … have
+    achieved …"), then the first."""
     wanted = set(terms(topic))
-    sentences = [sentence for passage in source.passages for sentence in split_sentences(passage)]
-    if not sentences:
-        return ""
-    return plain_text(max(sentences, key=lambda sentence: len(wanted & set(terms(sentence)))))
+
+    def merit(item: tuple[int, str]) -> tuple[int, bool]:
+        position, sentence = item
+        return len(wanted & set(terms(sentence))), not (position == 0 or BACKGROUND.match(sentence))
+
+    sentences = list(enumerate(source_sentences(source)))
+    return plain_text(max(sentences, key=merit)[1]) if sentences else ""
 
 
 def _line(number: int, source: Source, topic: str) -> str:

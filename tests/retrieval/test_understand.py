@@ -9,7 +9,7 @@ import re
 import pytest
 from conftest import MOE, settings_for
 
-from rag.answering.lists import names, on_topic
+from rag.answering.lists import best_sentence, names, on_topic
 from rag.core.config import load_config
 from rag.core.filters import Filters
 from rag.core.types import Source
@@ -162,6 +162,16 @@ def test_a_topic_that_describes_rather_than_names_draws_a_looser_line():
     described = "generate directed acyclic graphs by combining layer-wise autoregressive generation with diffusion"
     assert [s.paper_id for s in on_topic(papers, "DAG diffusion", config)] == ["SeaDAG"]
     assert [s.paper_id for s in on_topic(papers, described, config)] == ["SeaDAG", "LayerDAG"]
+
+
+def test_a_listed_paper_is_shown_by_what_it_does_rather_than_by_its_background():
+    """Both sentences hold the topic's three words: the opening one, background, gives way."""
+    abstract = (
+        "Existing handwritten text generation methods focus on isolated words. "
+        "We propose DiffBrush, a diffusion model for handwritten text-line generation."
+    )
+    source = Source("p", "Beyond Isolated Words", abstract, 0.5)
+    assert best_sentence(source, "handwritten text generation").startswith("We propose DiffBrush")
 
 
 def test_a_count_says_how_many_and_how_the_line_was_drawn(moe):
