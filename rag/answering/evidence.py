@@ -180,11 +180,17 @@ class EvidencePicker:
                 score += config.proposal_bonus
             if wants_result and RESULT_WORDS.search(sentence):
                 score += config.kind_bonus
-            if position == 0 or position < proposals[number] or BACKGROUND.match(sentence):
+            if position < proposals[number] or is_background(position, sentence):
                 score -= config.background_penalty
             score -= config.rank_penalty * (number - 1)
             evidence.append(Evidence(number, sentence, round(score, 4)))
         return sorted(evidence, key=lambda e: -e.score)
+
+
+def is_background(position: int, sentence: str) -> bool:
+    """True for an abstract's opening sentence, or one that opens like background ("Recent …",
+    "X has achieved …"): what an abstract says before it says what the paper does."""
+    return position == 0 or bool(BACKGROUND.match(sentence))
 
 
 def mentions(text: str, name: str) -> bool:

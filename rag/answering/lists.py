@@ -14,7 +14,7 @@ leaves out ("…, excluding LLMs") is left out of the list: the papers whose tit
 
 from __future__ import annotations
 
-from rag.answering.evidence import BACKGROUND, source_sentences
+from rag.answering.evidence import is_background, source_sentences
 from rag.core.config import Settings
 from rag.core.filters import Filters
 from rag.core.markup import plain_text
@@ -109,7 +109,7 @@ def best_sentence(source: Source, topic: str) -> str:
 
     def merit(item: tuple[int, str]) -> tuple[int, bool]:
         position, sentence = item
-        return len(wanted & set(terms(sentence))), not (position == 0 or BACKGROUND.match(sentence))
+        return len(wanted & set(terms(sentence))), not is_background(position, sentence)
 
     sentences = list(enumerate(source_sentences(source)))
     return plain_text(max(sentences, key=merit)[1]) if sentences else ""
