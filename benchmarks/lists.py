@@ -22,7 +22,7 @@ from pathlib import Path
 from rag.answering.lists import list_answer
 from rag.core.config import with_overrides
 from rag.core.filters import Filters
-from rag.retrieval.understand import alternatives, understand, without_kind_words
+from rag.retrieval.understand import understand, without_kind_words
 from rag.service import RagService
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,7 +130,7 @@ def ceiling(args: argparse.Namespace, questions: list[dict]) -> int:
         asked = understand(question["question"], service._known_author)
         topic = without_kind_words(asked)
         applied = asked.applied(Filters(), frozenset())
-        rankings = [service.retrieve(text, 50, applied) for text in alternatives(topic.text)]
+        rankings = service.topic_rankings(topic, applied)
         gold = len(question["gold"])
         counts = [list_answer(topic, applied, rankings, config, question="").count or 0 for config in settings]
         within.append([abs(count - gold) <= 0.2 * gold for count in counts])

@@ -252,6 +252,12 @@ class RagService:
         with self.reading() as state:
             return self.retriever.retrieve(question, k, filters or Filters(), state)
 
+    def topic_rankings(self, topic: Understood, applied: Filters) -> list[list[Source]]:
+        """What a list or count answer draws its line in: one ranking per alternative of the topic
+        ("flow matching or rectified flow" has two), each of up to `questions.list_cap` papers."""
+        cap = self.config.questions.list_cap
+        return [self.retrieve(text, cap, applied) for text in alternatives(topic.text)]
+
     def answer(self, question: str, **options) -> Answer:
         """A cited answer; see `stream_answer` for the options."""
         *_, final = self.stream_answer(question, **options)
@@ -288,9 +294,7 @@ class RagService:
         }
         if understood.kind in ("list", "count"):
             topic = without_kind_words(understood)
-            cap = self.config.questions.list_cap
-            rankings = [self.retrieve(text, cap, applied) for text in alternatives(topic.text)]
-            answer = list_answer(topic, applied, rankings, self.config, **stamp)
+            answer = list_answer(topic, applied, self.topic_rankings(topic, applied), self.config, **stamp)
         elif understood.kind == "compare":
             answer = compare_answer(understood, self._compared(understood, applied), **stamp)
         else:
