@@ -127,7 +127,7 @@ def ceiling(args: argparse.Namespace, questions: list[dict]) -> int:
     settings = [with_overrides("extractive", questions=line) for line in grid]
     within = []  # per question: for each line, whether its count is within 20%
     for question in questions:
-        asked = understand(question["question"], service._known_author)
+        asked = service.understand(question["question"])
         topic = without_kind_words(asked)
         applied = asked.applied(Filters(), frozenset())
         rankings = service.topic_rankings(topic, applied)

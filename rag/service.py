@@ -282,7 +282,7 @@ class RagService:
         standalone = standalone_question(question, history or [], lambda: self.provider)
         read = self.config.questions.understand if understand is None else understand
         asked = standalone.question
-        understood = understand_question(asked, self._known_author) if read else Understood(asked, asked)
+        understood = self.understand(asked) if read else Understood(asked, asked)
         explicit, dropped = filters or Filters(), frozenset(dropped)
         applied = understood.applied(explicit, dropped)
         stamp = {
@@ -303,6 +303,11 @@ class RagService:
             return
         yield answer.text  # no model: the whole text at once, then the answer
         yield answer
+
+    def understand(self, question: str) -> Understood:
+        """The question's kind and the filters its words state, an author's name only if some stored
+        paper has that author."""
+        return understand_question(question, self._known_author)
 
     def _known_author(self, name: str) -> bool:
         """Whether some stored paper has an author whose name contains `name`."""

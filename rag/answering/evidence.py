@@ -148,7 +148,7 @@ class EvidencePicker:
         candidates = [
             (number, position, sentence)
             for number, source in enumerate(sources, start=1)
-            if number == 1 or self.passes(source)
+            if number == 1 or self.passes(source) or named_by(question, source)
             for position, sentence in enumerate(source_sentences(source))
         ]
         if not candidates:
@@ -197,6 +197,18 @@ def mentions(text: str, name: str) -> bool:
     """True when the text names the paper: its name, or either part of 'Long Form (ACR)'."""
     parts = [part.strip(" “”()").lower() for part in re.split(r" \(", name)]
     return any(part and part in text.lower() for part in parts)
+
+
+def named_by(question: str, source: Source) -> bool:
+    """True when the question names the paper word for word ("… according to Jump Your Steps?") and
+    asks about what its passages say: they hold at least half of the question's other content words.
+    Such a paper is what the asker means even when its passages and the question share little meaning."""
+    name = paper_name(source)
+    parts = [part.strip(" “”()") for part in re.split(r" \(", name)]
+    if not any(len(part) >= 3 and re.search(rf"(?<!\w){re.escape(part)}(?!\w)", question, re.I) for part in parts):
+        return False
+    rest = content_stems(question) - content_stems(name)
+    return bool(rest) and 2 * len(rest & content_stems(source.text)) >= len(rest)
 
 
 def proposal_position(source: Source) -> int:

@@ -18,6 +18,7 @@ from rag.answering.evidence import (
     evidence_sources,
     extractive_answer,
     key_tokens,
+    named_by,
     news,
     renumbered,
     set_aside,
@@ -75,6 +76,8 @@ class AnswerPipeline:
         `stamp`: the fields every Answer gets (the question as asked, filters, config...)."""
         asked = standalone.question
         reason = refusal_reason(sources, self.config.retrieval)
+        if reason and any(named_by(asked, source) for source in sources):
+            reason = None  # the asker named the paper: its sentences decide, below
         evidence = [] if reason else self.picker.pick(asked, sources)
         if not reason and not evidence:
             reason = "no sentence of the closest abstracts answers it"

@@ -176,3 +176,12 @@ def test_a_paper_named_in_quotes_or_latex_reads_as_text_and_each_sentence_keeps_
         "ϵ-VAE: We replace the decoder with diffusion [1].",
         "“Restructuring Vector Quantization with the Rotation Trick”: Gradients pass the quantizer [2].",
     ]
+
+
+def test_a_paper_the_question_names_answers_though_it_shares_little_meaning_with_it(seeded):
+    """The question names JYS by its name, and its other words are in the abstract: the answer comes from it,
+    where the passage level (cosine 0.15) refused. Naming a paper doesn't answer what its abstract never says."""
+    answer = seeded.answer("What does τ-leaping introduce according to Jump Your Steps?")
+    assert not answer.refused
+    assert "Compounding Decoding Error" in answer.text and "Jump Your Steps" in answer.sources[0].text
+    assert seeded.answer("What GPU does Jump Your Steps train on?").refused
