@@ -205,10 +205,17 @@ def named_by(question: str, source: Source) -> bool:
     Such a paper is what the asker means even when its passages and the question share little meaning."""
     name = paper_name(source)
     parts = [part.strip(" “”()") for part in re.split(r" \(", name)]
-    if not any(len(part) >= 3 and re.search(rf"(?<!\w){re.escape(part)}(?!\w)", question, re.I) for part in parts):
+    if not any(is_proper_name(part) and re.search(rf"(?<!\w){re.escape(part)}(?!\w)", question) for part in parts):
         return False
     rest = content_stems(question) - content_stems(name)
     return bool(rest) and 2 * len(rest & content_stems(source.text)) >= len(rest)
+
+
+def is_proper_name(name: str) -> bool:
+    """A name no ordinary word or phrase could be: several words, or one like RxnFlow, JYS or GPT-4, and not
+    a field's acronym. It is matched with its case: "Diffusion Models" in a title is not "diffusion models"."""
+    words = name.split()
+    return len(words) >= 2 or len(words) == 1 and bool(NAME.fullmatch(name)) and name not in GENERIC
 
 
 def proposal_position(source: Source) -> int:

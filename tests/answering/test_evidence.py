@@ -11,6 +11,7 @@ from rag.answering.evidence import (
     evidence_sources,
     extractive_answer,
     key_tokens,
+    named_by,
     news,
     paper_name,
     proposal_position,
@@ -185,3 +186,21 @@ def test_a_paper_the_question_names_answers_though_it_shares_little_meaning_with
     assert not answer.refused
     assert "Compounding Decoding Error" in answer.text and "Jump Your Steps" in answer.sources[0].text
     assert seeded.answer("What GPU does Jump Your Steps train on?").refused
+
+
+@pytest.mark.parametrize(
+    ("question", "source", "named"),
+    [
+        ("How many reaction templates does RxnFlow use?", RXNFLOW, True),
+        ("How many reaction templates does rxnflow use?", RXNFLOW, False),  # a name is matched with its case
+        ("What GPU does RxnFlow train on?", RXNFLOW, False),  # its abstract never says
+        ("Which agent plays Hanabi with any number of players?", SEEDLIKE, False),  # the name isn't in it
+        (
+            "What do diffusion models generate for proteins?",
+            Source("p5", "Diffusion Models: A Survey", "Diffusion models generate proteins.", 0.5),
+            False,
+        ),
+    ],
+)
+def test_a_question_names_a_paper_by_a_proper_name_and_asks_what_its_abstract_holds(question, source, named):
+    assert named_by(question, source) is named
