@@ -115,7 +115,10 @@ class EvidencePicker:
     def pick(self, question: str, sources: list[Source]) -> list[Evidence]:
         """The best sentence, then those close to it; for a question about several papers ("which
         papers …"), the best sentence of each paper close enough instead."""
-        scored = self.scored(question, sources)
+        return self.chosen(question, self.scored(question, sources), sources)
+
+    def chosen(self, question: str, scored: list[Evidence], sources: list[Source]) -> list[Evidence]:
+        """The sentences `pick` keeps of those scored, best first."""
         if not scored or scored[0].score < self.answer.min_sentence_score:
             return []
         best = scored[0]
@@ -145,46 +148,89 @@ class EvidencePicker:
 
     def scored(self, question: str, sources: list[Source]) -> list[Evidence]:
         """Every candidate sentence with its score, best first."""
-        candidates = [
+        return ranked(self.candidates(question, sources), self.answer)
+
+    def candidates(self, question: str, sources: list[Source]) -> list[Candidate]:
+        """Every sentence of the sources that earned their place, with what its score is made of."""
+        sentences = [
             (number, position, sentence)
             for number, source in enumerate(sources, start=1)
             if number == 1 or self.passes(source) or named_by(question, source)
             for position, sentence in enumerate(source_sentences(source))
         ]
-        if not candidates:
+        if not sentences:
             return []
         question_vector = np.asarray(self.embeddings.embed_query(question))
         similarity = (
-            np.asarray(self.embeddings.embed_documents([sentence for _, _, sentence in candidates])) @ question_vector
+            np.asarray(self.embeddings.embed_documents([sentence for _, _, sentence in sentences])) @ question_vector
         )
-        numbers = sorted({number for number, _, _ in candidates})  # each source once, not once per sentence
+        numbers = sorted({number for number, _, _ in sentences})  # each source once, not once per sentence
         names = {number: paper_name(sources[number - 1]) for number in numbers}
         # A paper's name in the question picks the paper (retrieval did that); it doesn't pick a sentence.
         named = " ".join(name for name in names.values() if mentions(question, name))
-        words = rarity_weights(question, [sentence for _, _, sentence in candidates], ignore=content_stems(named))
+        words = rarity_weights(question, [sentence for _, _, sentence in sentences], ignore=content_stems(named))
         wants_number, wants_name = bool(HOW_MUCH.search(question)), bool(WHICH_NAME.search(question))
         wants_result = not (wants_number or wants_name) and bool(RESULT.match(question.strip()))
-        config = self.answer
         asked = content_stems(question)
         proposals = {number: proposal_position(sources[number - 1]) for number in numbers}
-        evidence = []
-        for (number, position, sentence), cosine in zip(candidates, similarity):
-            score = float(cosine) + config.word_weight * covered(sentence, words)
-            score += config.novelty_weight * novelty(sentence, asked)
+        candidates = []
+        for (number, position, sentence), cosine in zip(sentences, similarity):
+            kind, proposal = 0, False
             if wants_number:
-                score += config.kind_bonus if NUMBER.search(sentence) else -config.kind_bonus
+                kind += 1 if NUMBER.search(sentence) else -1
             introduces = position == proposals[number] or mentions(sentence, names[number])
             if wants_name and not mentions(question, names[number]):
-                score += config.kind_bonus if introduces else -config.kind_bonus
+                kind += 1 if introduces else -1
             elif introduces and not wants_number and not named:
-                score += config.proposal_bonus
+                proposal = True
             if wants_result and RESULT_WORDS.search(sentence):
-                score += config.kind_bonus
-            if position < proposals[number] or is_background(position, sentence):
-                score -= config.background_penalty
-            score -= config.rank_penalty * (number - 1)
-            evidence.append(Evidence(number, sentence, round(score, 4)))
-        return sorted(evidence, key=lambda e: -e.score)
+                kind += 1
+            background = position < proposals[number] or is_background(position, sentence)
+            candidates.append(
+                Candidate(
+                    number,
+                    sentence,
+                    float(cosine),
+                    covered(sentence, words),
+                    novelty(sentence, asked),
+                    kind,
+                    proposal,
+                    background,
+                )
+            )
+        return candidates
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A sentence an answer could quote, and what its score is made of: `AnswerConfig` weighs the parts."""
+
+    number: int  # its source's `[n]`
+    sentence: str
+    cosine: float  # similarity to the question
+    words: float  # the weighted share of the question's telling words it holds
+    novelty: float  # the share of its words the question lacks
+    kind: int  # +1 for each kind of answer asked for that it holds (a number, a name, a result), -1 for each it lacks
+    proposal: bool  # it says what its paper proposes, or names it
+    background: bool  # it comes before the proposal, or opens like background
+
+    def score(self, config: AnswerConfig) -> float:
+        return round(
+            self.cosine
+            + config.word_weight * self.words
+            + config.novelty_weight * self.novelty
+            + config.kind_bonus * self.kind
+            + config.proposal_bonus * self.proposal
+            - config.background_penalty * self.background
+            - config.rank_penalty * (self.number - 1),
+            4,
+        )
+
+
+def ranked(candidates: list[Candidate], config: AnswerConfig) -> list[Evidence]:
+    """The candidates scored under `config`, best first."""
+    evidence = [Evidence(c.number, c.sentence, c.score(config)) for c in candidates]
+    return sorted(evidence, key=lambda e: -e.score)
 
 
 def is_background(position: int, sentence: str) -> bool:

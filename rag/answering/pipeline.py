@@ -24,7 +24,7 @@ from rag.answering.evidence import (
     set_aside,
 )
 from rag.answering.providers import Provider
-from rag.core.config import Settings
+from rag.core.config import RetrievalConfig, Settings
 from rag.core.errors import ModelError
 from rag.core.types import Answer, Source
 from rag.retrieval.refusal import refusal_reason
@@ -75,9 +75,7 @@ class AnswerPipeline:
 
         `stamp`: the fields every Answer gets (the question as asked, filters, config...)."""
         asked = standalone.question
-        reason = refusal_reason(sources, self.config.retrieval)
-        if reason and any(named_by(asked, source) for source in sources):
-            reason = None  # the asker named the paper: its sentences decide, below
+        reason = refusal(asked, sources, self.config.retrieval)
         evidence = [] if reason else self.picker.pick(asked, sources)
         if not reason and not evidence:
             reason = "no sentence of the closest abstracts answers it"
@@ -114,6 +112,13 @@ class AnswerPipeline:
     def checked(self, text: str, sources: list[Source], **fields) -> Answer:
         text, checks = self.checker.check(text, sources)
         return Answer(text=text, sources=sources, checks=checks, **fields)
+
+
+def refusal(question: str, sources: list[Source], config: RetrievalConfig) -> str | None:
+    """Why the sources can't answer the question, or None: the passage-level rule, unless the question
+    names one of the papers (then its sentences decide)."""
+    reason = refusal_reason(sources, config)
+    return None if reason and any(named_by(question, source) for source in sources) else reason
 
 
 def refusal_text(sources: list[Source]) -> str:
