@@ -29,13 +29,13 @@ from rag.core.markers import cited_numbers
 from rag.facts import contains_fact, missing_facts
 from rag.service import RagService
 
-GRID = {
+GRID = {  # around the defaults (which it holds) and the weights before them
     "word_weight": (0.25, 0.5, 1.0),
     "kind_bonus": (0.0, 0.15, 0.3),
     "novelty_weight": (0.0, 0.2, 0.4),
     "proposal_bonus": (0.0, 0.1, 0.2),
     "background_penalty": (0.0, 0.2, 0.4),
-    "rank_penalty": (0.0, 0.05, 0.15),
+    "rank_penalty": (0.0, 0.05, 0.2, 0.4),
     "evidence_margin": (0.15, 0.3),
     "other_paper_margin": (0.0, 0.03, 0.15),
 }

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 
@@ -71,7 +72,10 @@ BACKGROUND = re.compile(
 )
 LEADING_LINK = re.compile(
     r"^(however|moreover|furthermore|additionally|in addition|specifically|notably|importantly|"
-    r"in particular|consequently|therefore|thus|finally|to this end|to address (this|these)( \w+)?|"
+    r"in particular|consequently|therefore|thus|finally|to this end|then|first(ly)?|second(ly)?|next|meanwhile|"
+    r"more precisely|most notably|remarkably|in doing so|as a consequence|to achieve this|"
+    r"to (address|overcome|bridge|fill|tackle|solve|mitigate) (this|these)( \w+)?|"
+    r"(recognizing|motivated by|building on|based on) (this|these)( \w+)?|"
     r"in this (paper|work|study)|here|overall|as a result|besides|also),\s+",
     re.IGNORECASE,
 )
@@ -186,9 +190,11 @@ class EvidencePicker:
             if wants_result and RESULT_WORDS.search(sentence):
                 kind += 1
             background = position < proposals[number] or is_background(position, sentence)
+            rank = 0 if says_name(question, names[number]) else number - 1  # a paper the question names comes first
             candidates.append(
                 Candidate(
                     number,
+                    rank,
                     sentence,
                     float(cosine),
                     covered(sentence, words),
@@ -206,6 +212,7 @@ class Candidate:
     """A sentence an answer could quote, and what its score is made of: `AnswerConfig` weighs the parts."""
 
     number: int  # its source's `[n]`
+    rank: int  # places below the first source; 0 for a paper the question names
     sentence: str
     cosine: float  # similarity to the question
     words: float  # the weighted share of the question's telling words it holds
@@ -222,7 +229,7 @@ class Candidate:
             + config.kind_bonus * self.kind
             + config.proposal_bonus * self.proposal
             - config.background_penalty * self.background
-            - config.rank_penalty * (self.number - 1),
+            - config.rank_penalty * self.rank,
             4,
         )
 
@@ -250,18 +257,27 @@ def named_by(question: str, source: Source) -> bool:
     asks about what its passages say: they hold at least half of the question's other content words.
     Such a paper is what the asker means even when its passages and the question share little meaning."""
     name = paper_name(source)
-    parts = [part.strip(" “”()") for part in re.split(r" \(", name)]
-    if not any(is_proper_name(part) and re.search(rf"(?<!\w){re.escape(part)}(?!\w)", question) for part in parts):
+    if not says_name(question, name):
         return False
     rest = content_stems(question) - content_stems(name)
     return bool(rest) and 2 * len(rest & content_stems(source.text)) >= len(rest)
 
 
+def says_name(text: str, name: str) -> bool:
+    """True when the text has the name, or either part of 'Long Form (ACR)', as a word with its case
+    ("ε-VAE" is "ϵ-VAE"), and the name is one no ordinary word or phrase could be."""
+    text = unicodedata.normalize("NFKC", text)
+    parts = [unicodedata.normalize("NFKC", part.strip(" “”()")) for part in re.split(r" \(", name)]
+    return any(is_proper_name(part) and re.search(rf"(?<!\w){re.escape(part)}(?!\w)", text) for part in parts)
+
+
 def is_proper_name(name: str) -> bool:
-    """A name no ordinary word or phrase could be: several words, or one like RxnFlow, JYS or GPT-4, and not
-    a field's acronym. It is matched with its case: "Diffusion Models" in a title is not "diffusion models"."""
+    """Several words, or one with a capital after its first letter or a digit (RxnFlow, JYS, GPT-4), not a
+    field's acronym: matched with its case, "Diffusion Models" in a title is not "diffusion models"."""
     words = name.split()
-    return len(words) >= 2 or len(words) == 1 and bool(NAME.fullmatch(name)) and name not in GENERIC
+    if len(words) != 1:
+        return len(words) > 1
+    return any(c.isupper() or c.isdigit() for c in name[1:]) and name not in GENERIC
 
 
 def proposal_position(source: Source) -> int:

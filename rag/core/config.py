@@ -268,14 +268,14 @@ class AnswerConfig(Section):
     )
     word_weight: float = Field(0.5, ge=0, description="Weight of the question's rare words a sentence holds.")
     kind_bonus: float = Field(
-        0.15, ge=0, description="Gain (or loss) of a sentence holding (or not) the number, name or result asked for."
+        0.0, ge=0, description="Gain (or loss) of a sentence holding (or not) the number, name or result asked for."
     )
-    novelty_weight: float = Field(0.2, ge=0, description="Weight of the share of its words the question lacks.")
+    novelty_weight: float = Field(0.0, ge=0, description="Weight of the share of its words the question lacks.")
     proposal_bonus: float = Field(
-        0.1, ge=0, description="Gain of the sentence that says what the paper proposes, or names it."
+        0.0, ge=0, description="Gain of the sentence that says what the paper proposes, or names it."
     )
-    background_penalty: float = Field(0.2, ge=0, description="Loss of an abstract's opening, background sentence.")
-    rank_penalty: float = Field(0.05, ge=0, description="Loss per rank below the top source.")
+    background_penalty: float = Field(0.4, ge=0, description="Loss of an abstract's opening, background sentence.")
+    rank_penalty: float = Field(0.2, ge=0, description="Loss per rank below the top source.")
     keep_news: float = Field(
         0.5,
         ge=0,

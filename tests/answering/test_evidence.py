@@ -49,6 +49,9 @@ def test_a_quoted_sentence_loses_its_leading_link_word():
     assert tidy("However, the method fails.") == "The method fails."
     assert tidy("To address this, we propose X.") == "We propose X."
     assert tidy("We propose X.") == "We propose X."
+    assert tidy("To overcome these challenges, we propose X.") == "We propose X."
+    assert tidy("Then, we build a benchmark.") == "We build a benchmark."
+    assert tidy("First-order logic is hard.") == "First-order logic is hard."  # a word, not a link
 
 
 def test_the_extractive_answer_names_the_paper_once_and_cites_each_sentence():
@@ -147,16 +150,16 @@ def test_another_papers_sentence_joins_only_when_it_scores_almost_as_well(embedd
     )
     question = "How many reaction templates does RxnFlow use?"
 
-    def papers(question: str, other_margin: float) -> set[int]:
-        picker = EvidencePicker(
-            embeddings, AnswerConfig(other_paper_margin=other_margin), RetrievalConfig(min_evidence=0)
-        )
+    def papers(question: str, other_margin: float, rank_penalty: float = 0.2) -> set[int]:
+        config = AnswerConfig(other_paper_margin=other_margin, rank_penalty=rank_penalty)
+        picker = EvidencePicker(embeddings, config, RetrievalConfig(min_evidence=0))
         return {item.number for item in picker.pick(question, [RXNFLOW, other])}
 
     assert papers(question, 0.0) == {1}
     assert papers(question, 1.0) == {1, 2}
-    # When the best sentence is a lower-ranked paper's, the paper retrieval ranked first may still join.
-    assert papers("How many templates build the molecules?", 0.0) == {1, 2}
+    # When the best sentence is a lower-ranked paper's (no rank penalty), the paper ranked first may still join.
+    assert papers("How many templates build the molecules?", 0.0, rank_penalty=0.0) == {1, 2}
+    assert papers("How many templates build the molecules?", 0.0) == {1}  # the rank penalty keeps it to one
 
 
 def test_a_paper_named_in_quotes_or_latex_reads_as_text_and_each_sentence_keeps_its_marker():
@@ -204,3 +207,20 @@ def test_a_paper_the_question_names_answers_though_it_shares_little_meaning_with
 )
 def test_a_question_names_a_paper_by_a_proper_name_and_asks_what_its_abstract_holds(question, source, named):
     assert named_by(question, source) is named
+
+
+def test_a_paper_the_question_names_is_not_ranked_down(embeddings):
+    """The rank penalty favours the first-ranked paper, except over the paper the question names
+    ("ε-VAE", the title's "$\\epsilon$-VAE")."""
+    rotation = Source("p4", "Restructuring Vector Quantization with the Rotation Trick", "Encoder outputs rotate.", 0.6)
+    epsilon = Source(
+        "p3", "$\\epsilon$-VAE: Denoising as Visual Decoding", "We replace the decoder with diffusion.", 0.5
+    )
+    picker = EvidencePicker(embeddings, AnswerConfig(), RetrievalConfig(min_evidence=0))
+
+    def ranks(question: str) -> dict[int, int]:
+        return {c.number: c.rank for c in picker.candidates(question, [rotation, epsilon])}
+
+    assert ranks("How does ε-VAE decode an image?") == {1: 0, 2: 0}
+    assert ranks("How is an image decoded from latents?") == {1: 0, 2: 1}
+    assert ranks("How does ε-vae decode an image?") == {1: 0, 2: 1}  # a name is matched with its case
