@@ -268,7 +268,7 @@ class AnswerConfig(Section):
     )
     word_weight: float = Field(0.5, ge=0, description="Weight of the question's rare words a sentence holds.")
     kind_bonus: float = Field(
-        0.0, ge=0, description="Gain (or loss) of a sentence holding (or not) the number, name or result asked for."
+        0.1, ge=0, description="Gain (or loss) of a sentence holding (or not) the number, name or result asked for."
     )
     novelty_weight: float = Field(0.0, ge=0, description="Weight of the share of its words the question lacks.")
     proposal_bonus: float = Field(

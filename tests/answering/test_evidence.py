@@ -136,7 +136,7 @@ def test_the_news_are_the_best_sentence_words_the_question_lacks():
 def test_the_issue_questions_get_their_fact_from_the_extractive_answer(seeded, question, fact):
     answer = seeded.answer(question)
     assert not answer.refused and answer.answered_by == "extractive"
-    assert fact in answer.text
+    assert fact in split_sentences(answer.text)[0]  # the answer leads with it
     assert answer.text.count("[") <= 3
     assert all(check.supported for check in answer.checks)
 
