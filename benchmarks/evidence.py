@@ -25,7 +25,7 @@ from pathlib import Path
 from rag.answering.evidence import EvidencePicker, extractive_answer, ranked
 from rag.answering.pipeline import refusal
 from rag.core.config import with_overrides
-from rag.core.markers import cited_numbers
+from rag.core.types import Answer
 from rag.facts import contains_fact, missing_facts
 from rag.service import RagService
 
@@ -101,8 +101,7 @@ def answered(picker: EvidencePicker, item: dict) -> tuple[bool, str, list[str]]:
     if not evidence:
         return True, "", []
     text = extractive_answer(asked, evidence, sources)
-    cited = [sources[n - 1].paper_id for n in cited_numbers(text, len(sources))]
-    return False, text, list(dict.fromkeys(cited))
+    return False, text, Answer(asked, text, sources).cited
 
 
 def within_three(item: dict) -> bool:

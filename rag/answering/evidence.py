@@ -177,6 +177,8 @@ class EvidencePicker:
         wants_result = not (wants_number or wants_name) and bool(RESULT.match(question.strip()))
         asked = content_stems(question)
         proposals = {number: proposal_position(sources[number - 1]) for number in numbers}
+        # Places below the first source; a paper the question names counts as first.
+        ranks = {number: 0 if says_name(question, names[number]) else number - 1 for number in numbers}
         candidates = []
         for (number, position, sentence), cosine in zip(sentences, similarity):
             kind, proposal = 0, False
@@ -190,11 +192,10 @@ class EvidencePicker:
             if wants_result and RESULT_WORDS.search(sentence):
                 kind += 1
             background = position < proposals[number] or is_background(position, sentence)
-            rank = 0 if says_name(question, names[number]) else number - 1  # a paper the question names comes first
             candidates.append(
                 Candidate(
                     number,
-                    rank,
+                    ranks[number],
                     sentence,
                     float(cosine),
                     covered(sentence, words),
@@ -274,9 +275,8 @@ def says_name(text: str, name: str) -> bool:
 def is_proper_name(name: str) -> bool:
     """Several words, or one with a capital after its first letter or a digit (RxnFlow, JYS, GPT-4), not a
     field's acronym: matched with its case, "Diffusion Models" in a title is not "diffusion models"."""
-    words = name.split()
-    if len(words) != 1:
-        return len(words) > 1
+    if len(name.split()) > 1:
+        return True
     return any(c.isupper() or c.isdigit() for c in name[1:]) and name not in GENERIC
 
 
