@@ -238,18 +238,18 @@ class ServiceSystem:
     """Our retrieval as configured; with `answers`, each question is also answered and citations kept."""
 
     def __init__(self, service: RagService, answers: bool = False, name: str | None = None):
+        from rag.answering.pipeline import refusal
         from rag.core.filters import Filters
-        from rag.retrieval.refusal import refusal_reason
 
         self.service = service
         self.answers = answers
         self.name = name or f"ours ({service.config.retrieval.mode})"
         self._filters = Filters()
-        self._refusal = refusal_reason
+        self._refusal = refusal  # the answer's own rule: a paper the question names is not refused
 
     def search(self, question: str, k: int) -> Outcome:
         sources = self.service.retrieve(question, k, self._filters)
-        refused = self._refusal(sources, self.service.config.retrieval) is not None
+        refused = self._refusal(question, sources, self.service.config.retrieval) is not None
         ranked = [source.paper_id for source in sources]
         if not self.answers:
             return Outcome(ranked, refused)
