@@ -331,8 +331,8 @@ class UIConfig(Section):
     max_queue: int = Field(64, ge=1, description="Waiting requests beyond this are told the app is busy.")
     api_key_env: str = Field(
         "ABSTRACT_RAG_API_KEY",
-        description="`rag serve`: the environment variable holding the bearer key its /v1 API requires when "
-        "bound beyond loopback (on loopback the API needs no key).",
+        description="`rag serve`: the environment variable holding the bearer key every /v1 request needs when "
+        "it is set, from any address; bound beyond loopback, it must be set.",
     )
     examples: list[str] = Field(
         [
