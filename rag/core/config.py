@@ -99,6 +99,9 @@ class VectorstoreConfig(Section):
     retries: int = Field(
         2, ge=0, description="Retries of a Chroma server call that failed to connect, 0.5, 1, 2 s... apart (http mode)."
     )
+    timeout: float = Field(
+        30.0, gt=0, description="Seconds a Chroma server call may wait for an answer before it counts as lost (http mode)."
+    )
 
 
 class StageConfig(BaseModel):
