@@ -352,10 +352,14 @@ def run_serve(args: argparse.Namespace) -> int:
     service = service_from(args)
     settings = service.config.ui
     host, port = args.host or settings.host, args.port or settings.port
-    api_key = None if is_loopback(host) else read_api_key(settings.api_key_env, host)
+    # A key that is set is always required: behind a balancer on this machine every request is from loopback.
+    api_key = read_api_key(settings.api_key_env, host, required=not is_loopback(host))
     auth = read_auth(args.auth_env or settings.auth_env)
-    if warning := exposure_warning(host, False, auth is not None):
-        print(warning, file=sys.stderr)  # the page; the API has its key
+    if warning := exposure_warning(host, False, auth is not None) or open_page_warning(api_key, auth):
+        print(warning, file=sys.stderr)
+    if auth and not api_key:
+        closed = f"note: the API at /v1 is closed (a login guards the page); set {settings.api_key_env} to open it"
+        print(closed, file=sys.stderr)
     service.ensure_index()
     from ui.serve import build_server, serve
 
@@ -363,19 +367,29 @@ def run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def read_api_key(variable: str, host: str) -> str:
-    """The bearer key the API requires beyond loopback; refusing to start without one."""
+def read_api_key(variable: str, host: str, required: bool) -> str | None:
+    """The bearer key the API requires, if set; refusing to start without one where it is `required`."""
     import os
 
     from rag.core.errors import ConfigError
 
     key = os.environ.get(variable, "").strip()
-    if not key:
+    if not key and required:
         raise ConfigError(
             f"serving on {host}, beyond this machine, needs an API key: set the environment variable {variable} "
             "(ui.api_key_env names it); clients send it as 'Authorization: Bearer KEY'"
         )
-    return key
+    return key or None
+
+
+def open_page_warning(api_key: str | None, auth: tuple[str, str] | None) -> str | None:
+    """A warning when the API needs a key but the page, which answers questions too, has no login."""
+    if not api_key or auth:
+        return None
+    return (
+        "WARNING: the API needs a key, but the chat page and its /ask endpoint have NO login: whoever reaches "
+        "this server (through a balancer too) can ask there. Set ui.auth_env (or --auth-env) to require one."
+    )
 
 
 def run_mcp(args: argparse.Namespace) -> int:

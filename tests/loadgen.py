@@ -176,6 +176,51 @@ def problems_of(result: Result, allow_fallback: bool = False) -> list[str]:
     return found
 
 
+class PageUser:
+    """A user of the chat app's `/ask` endpoint: its own `gradio_client.Client` (its own Gradio session)."""
+
+    def __init__(self, url: str, auth: tuple[str, str] | None = None):
+        from gradio_client import Client
+
+        self.client = Client(url, auth=auth, verbose=False)
+
+    def ask(self, question: str, history: list[list[str]], timeout: float) -> dict:
+        return self.client.submit(question, history, api_name="/ask").result(timeout=timeout)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class ApiUser:
+    """A user of `rag serve`'s `/v1/chat/completions` (at `url`, the server's or a balancer's root),
+    sending its conversation as earlier messages; the answer's `rag` field is what `/ask` returns."""
+
+    def __init__(self, url: str, api_key: str | None = None):
+        import httpx
+
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.client = httpx.Client(base_url=f"{url.rstrip('/')}/v1", headers=headers)
+
+    def ask(self, question: str, history: list[list[str]], timeout: float) -> dict:
+        earlier = [{"role": role, "content": text} for pair in history for role, text in zip(("user", "assistant"), pair)]
+        messages = [*earlier, {"role": "user", "content": question}]
+        reply = self.client.post("/chat/completions", json={"messages": messages}, timeout=timeout)
+        if reply.status_code != 200:
+            raise ApiFailure(reply.status_code, reply.text)
+        return reply.json()["rag"]
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class ApiFailure(Exception):
+    """A request the API answered with an error: its status and body, as the client got them."""
+
+    def __init__(self, status: int, body: str):
+        super().__init__(f"HTTP {status}: {body}")
+        self.status, self.body = status, body
+
+
 def run_users(
     url: str,
     plans: list[list[Turn]],
@@ -184,22 +229,23 @@ def run_users(
     allow_fallback: bool = False,
     on_result=None,
     until: float | None = None,
+    connect=PageUser,
 ) -> tuple[list[Result], float]:
     """Every user asks its turns one after another, all users at once; returns results and wall seconds.
 
-    Users connect first, then start together. A request that gets no answer within `timeout` is an error.
-    With `until` (a `time.monotonic()` deadline), users go round their turns again and again until it
-    passes, keeping only their last few exchanges as history, as a long conversation's client would.
+    Users connect first (`connect(url, auth)`: a `PageUser` by default; pass e.g.
+    `lambda url, auth: ApiUser(url, key)` to ask through the API), then start together. A request that
+    gets no answer within `timeout` is an error. With `until` (a `time.monotonic()` deadline), users go
+    round their turns again and again until it passes, keeping only their last few exchanges as
+    history, as a long conversation's client would.
     """
-    from gradio_client import Client
-
     results: list[Result] = []
     lock = threading.Lock()
     ready = threading.Barrier(len(plans) + 1)
 
     def user(turns: list[Turn]) -> None:
         try:
-            client = Client(url, auth=auth, verbose=False)
+            client = connect(url, auth)
         except Exception as err:  # a user that cannot connect fails all its turns, visibly
             client, failure = None, f"cannot connect: {type(err).__name__}: {err}"
         ready.wait()
@@ -231,10 +277,10 @@ def run_users(
 
 
 def ask(client, turn: Turn, history: list[list[str]], timeout: float = 600, allow_fallback: bool = False) -> Result:
-    """One question through `/ask`, checked; a good answer joins `history` (the user's conversation)."""
+    """One question from a `PageUser` or `ApiUser`, checked; a good answer joins `history` (the user's conversation)."""
     result = Result(turn, time.perf_counter(), 0.0)
     try:
-        result.payload = client.submit(turn.question, history, api_name="/ask").result(timeout=timeout)
+        result.payload = client.ask(turn.question, history, timeout)
     except Exception as err:  # any failure of a request is recorded and reported, never dropped
         result.error = f"{type(err).__name__}: {err}"
     result.seconds = time.perf_counter() - result.started

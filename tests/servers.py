@@ -198,6 +198,94 @@ class ServeProcess(ServerProcess):
         return super().start(ready_within)
 
 
+class Balancer(ServerProcess):
+    """Debian's nginx in front of `rag serve` replicas, from a config it writes into `folder` (its own
+    pid, logs and temp files there; `daemon off`, so stopping this process stops it). See
+    `balancer_config` for what it does; docs/operations.md shows the same config."""
+
+    name = "nginx"
+
+    def __init__(self, folder: Path, replica_ports: list[int]):
+        folder.mkdir(parents=True, exist_ok=True)
+        super().__init__(folder / "nginx.out")
+        self.folder = folder
+        self.config = folder / "nginx.conf"
+        self.config.write_text(balancer_config(self.port, replica_ports, folder))
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}/"
+
+    @property
+    def access_log(self) -> Path:
+        return self.folder / "access.log"
+
+    def command(self) -> list[str]:
+        return [nginx_command(), "-p", str(self.folder), "-c", str(self.config), "-e", str(self.folder / "error.log")]
+
+    def alive(self) -> bool:
+        with socket.socket() as sock:
+            return sock.connect_ex((HOST, self.port)) == 0
+
+
+def balancer_config(port: int, replica_ports: list[int], folder: Path) -> str:
+    """An nginx config: /v1 and /health spread over every replica (each request is on its own); the
+    chat page's routes sticky by client address (a Gradio session and its login live in one replica).
+    A replica that refuses or drops a connection is left out for 10 s, and the request goes to the
+    next one, POSTs too: answering a question changes nothing, so asking again is safe."""
+    import getpass
+
+    servers = "\n".join(f"    server {HOST}:{p} max_fails=1 fail_timeout=10s;" for p in replica_ports)
+    user = f"user {getpass.getuser()};" if os.geteuid() == 0 else ""  # as root, workers would run as nobody
+    return f"""{user}
+daemon off;
+worker_processes 1;
+pid {folder}/nginx.pid;
+error_log {folder}/error.log notice;
+events {{ worker_connections 1024; }}
+http {{
+  log_format replicas '$msec $request_method $uri $status "$upstream_addr" "$upstream_status" $request_time';
+  access_log {folder}/access.log replicas;
+  client_body_temp_path {folder}/client_body;
+  proxy_temp_path {folder}/proxy;
+  fastcgi_temp_path {folder}/fastcgi;
+  uwsgi_temp_path {folder}/uwsgi;
+  scgi_temp_path {folder}/scgi;
+  upstream rag_api {{
+{servers}
+    keepalive 16;
+  }}
+  upstream rag_page {{
+    ip_hash;
+{servers}
+  }}
+  server {{
+    listen {HOST}:{port};
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+    proxy_set_header Host $http_host;
+    proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+    proxy_buffering off;
+    proxy_connect_timeout 2s;
+    proxy_read_timeout 600s;
+    proxy_next_upstream error timeout non_idempotent;
+    proxy_next_upstream_tries 3;
+    location /v1/ {{ proxy_pass http://rag_api; }}
+    location = /health {{ proxy_pass http://rag_api; }}
+    location / {{ proxy_pass http://rag_page; }}
+  }}
+}}
+"""
+
+
+def nginx_command() -> str:
+    """Debian's nginx (`apt-get install nginx`); it lives in /usr/sbin, often not on a user's PATH."""
+    found = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/sbin")
+    if not found:
+        raise RuntimeError("nginx is not installed (Debian: apt-get install -y nginx)")
+    return found
+
+
 def chroma_command() -> str:
     """The `chroma` CLI beside this Python (the venv's), else the one on PATH."""
     beside = Path(sys.executable).parent / "chroma"

@@ -26,6 +26,7 @@ import pytest
 from conftest import SEED_FILE, settings_for, write_jsonl
 from loadgen import (
     Expected,
+    PageUser,
     Turn,
     app_in_process,
     ask,
@@ -187,8 +188,6 @@ def new_papers(sample: Path, count: int) -> list[dict]:
 def test_papers_ingested_by_another_process_appear_while_the_app_serves(
     seed_index, embeddings, pool, full_list_sample, tmp_path
 ):
-    from gradio_client import Client
-
     index = tmp_path / "index"
     shutil.copytree(seed_index, index)
     papers = new_papers(full_list_sample, 40)
@@ -204,7 +203,7 @@ def test_papers_ingested_by_another_process_appear_while_the_app_serves(
     seed_turns = [Turn(0, n, e.question, Expected(e.question, e.gold, None)) for n, e in enumerate(pool)]
     during = []
     with app_in_process(service) as url:
-        client = Client(url, verbose=False)
+        client = PageUser(url)
         ingest = subprocess.Popen(
             [sys.executable, "-m", "rag.cli", "ingest", "--quiet", str(write_jsonl(tmp_path / "new.jsonl", papers))],
             env=environment,

@@ -122,14 +122,22 @@ class Models:
         return get_service(name)
 
 
-def add_openai_routes(app: FastAPI, service: RagService, slots: AnswerSlots, api_key: str | None) -> None:
+def add_openai_routes(
+    app: FastAPI, service: RagService, slots: AnswerSlots, api_key: str | None, login: bool = False
+) -> None:
     """Mount the API on `app`; answers take `slots`; with `api_key`, every /v1 request needs
-    `Authorization: Bearer KEY`."""
+    `Authorization: Bearer KEY`, whatever address it comes from (behind a balancer or proxy on the
+    same machine, every request comes from loopback). With a `login` for the page and no key, /v1 is
+    closed: a login guards every route that answers questions, and API clients can't log in."""
     models = Models(service)
 
     def check_key(request: Request) -> None:
-        if api_key is None:
+        if api_key is None and not login:
             return
+        if api_key is None:
+            variable = service.config.ui.api_key_env
+            message = f"this server's API is closed: a login guards its page and no API key is set (${variable})"
+            raise ApiError(401, message, code="invalid_api_key")
         given = request.headers.get("authorization", "")
         if not hmac.compare_digest(given.encode(), f"Bearer {api_key}".encode()):
             raise ApiError(401, "Incorrect API key provided", code="invalid_api_key")

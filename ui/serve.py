@@ -21,11 +21,12 @@ from ui.style import CSS, SCRIPT
 
 
 def build_server(service: RagService, api_key: str | None = None, auth: tuple[str, str] | None = None) -> FastAPI:
-    """The API (a bearer `api_key` required when given) and the chat page (a login when `auth` is given)."""
+    """The API (a bearer `api_key` required when given; closed when only `auth` is) and the chat page
+    (a login when `auth` is given)."""
     # No /docs or /openapi.json: docs/api.md documents the API, and nothing is shown before a login.
     app = FastAPI(title="abstract-rag", docs_url=None, redoc_url=None, openapi_url=None)
     slots = AnswerSlots(service.config.ui.concurrency_limit, service.config.ui.max_queue)
-    add_openai_routes(app, service, slots, api_key)
+    add_openai_routes(app, service, slots, api_key, login=auth is not None)
     page = build_app(SlottedService(service, slots))
     gate = {"middleware": [Middleware(Gate)]}  # as `rag ui`: nothing but the login page before a login
     return gr.mount_gradio_app(

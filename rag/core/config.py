@@ -99,6 +99,9 @@ class VectorstoreConfig(Section):
     retries: int = Field(
         2, ge=0, description="Retries of a Chroma server call that failed to connect, 0.5, 1, 2 s... apart (http mode)."
     )
+    timeout: float = Field(
+        30.0, gt=0, description="Seconds a Chroma server call may wait for an answer before it counts as lost (http mode)."
+    )
 
 
 class StageConfig(BaseModel):
@@ -331,8 +334,8 @@ class UIConfig(Section):
     max_queue: int = Field(64, ge=1, description="Waiting requests beyond this are told the app is busy.")
     api_key_env: str = Field(
         "ABSTRACT_RAG_API_KEY",
-        description="`rag serve`: the environment variable holding the bearer key its /v1 API requires when "
-        "bound beyond loopback (on loopback the API needs no key).",
+        description="`rag serve`: the environment variable holding the bearer key every /v1 request needs when "
+        "it is set, from any address; bound beyond loopback, it must be set.",
     )
     examples: list[str] = Field(
         [

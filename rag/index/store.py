@@ -72,7 +72,21 @@ def open_client(config: VectorstoreConfig):
         )
     except Exception as err:  # chromadb raises bare Exception/ValueError subclasses for connection failures
         raise StoreError(f"cannot reach the Chroma server at {config.host}:{config.port}: {first_line(err)}") from None
+    bound_waits(client, config.timeout)
     return ServerCalls(client, f"{config.host}:{config.port}", config.retries)
+
+
+def bound_waits(client, seconds: float) -> None:
+    """Make a call to a server that accepts and never answers (hung, stopped, cut off) fail after `seconds`.
+
+    chromadb's HTTP client waits for ever (its httpx session has `timeout=None`) and has no setting
+    for it, so the session's timeout is set here; a timed-out call is then retried and reported as
+    lost, like a refused one."""
+    import httpx
+
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if isinstance(session, httpx.Client):
+        session.timeout = httpx.Timeout(seconds)
 
 
 @dataclass(frozen=True)

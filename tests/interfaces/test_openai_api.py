@@ -26,9 +26,14 @@ BRIGHT = "What is the bright ending anomaly?"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """A fresh user's `rag --config extractive serve`: its first start indexes the bundled seeds."""
-    home = tmp_path_factory.mktemp("serve-user")
+def home(tmp_path_factory):
+    """A new user's home; the first `rag serve` started in it indexes the bundled seeds."""
+    return tmp_path_factory.mktemp("serve-user")
+
+
+@pytest.fixture(scope="module")
+def server(home):
+    """A fresh user's `rag --config extractive serve`."""
     with ServeProcess(home / "serve.log", user_environment(home), "--config", "extractive") as server:
         yield server
     log = server.log.read_text(errors="replace")
@@ -200,6 +205,49 @@ def test_beyond_loopback_the_api_needs_the_bearer_key(seeded):
     right = openai.OpenAI(base_url="http://testserver/v1", api_key="s3cret", http_client=app, max_retries=0)
     assert [model.id for model in right.models.list()] == config_names()
     assert app.get("/health").status_code == 200  # for load balancers; says nothing but a count
+
+
+KEY, LOGIN = "lab-key-5f2a", ("lab", "pass-7c1e")
+# Every route of the page that answers a question; before a login each must say 401.
+QUESTION_ROUTES = ("/gradio_api/call/ask", "/gradio_api/run/ask", "/gradio_api/api/ask", "/gradio_api/queue/join")
+
+
+def test_on_loopback_too_a_set_key_and_login_guard_every_route_that_answers(server, home):
+    """Behind a balancer on the same machine every request comes from 127.0.0.1: the key and the
+    login must hold there as well."""
+    from gradio_client import Client
+
+    env = {**user_environment(home), "ABSTRACT_RAG_API_KEY": KEY, "LAB_LOGIN": ":".join(LOGIN)}
+    with ServeProcess(home / "guarded.log", {**env, "RAG_UI__AUTH_ENV": "LAB_LOGIN"}, "--config", "extractive") as guarded:
+        api = f"{guarded.url}v1"
+        for method, path, body in (
+            ("POST", "/chat/completions", {"messages": ask(RXNFLOW)}),
+            ("POST", "/retrieve", {"question": RXNFLOW}),
+            ("GET", "/models", None),
+        ):
+            for headers in ({}, {"Authorization": "Bearer guess"}):
+                refused = httpx.request(method, f"{api}{path}", json=body, headers=headers, timeout=60)
+                assert refused.status_code == 401, (path, headers, refused.text)
+                assert refused.json()["error"]["code"] == "invalid_api_key", refused.text
+        keyed = openai.OpenAI(base_url=api, api_key=KEY, max_retries=0, timeout=600)
+        reply = keyed.chat.completions.create(model="extractive", messages=ask(RXNFLOW))
+        assert reply.model_extra["rag"]["cited"] and not reply.model_extra["rag"]["refused"]
+
+        call = {"data": [RXNFLOW, [], None, None, None]}
+        for path in QUESTION_ROUTES:
+            refused = httpx.post(f"{guarded.url.rstrip('/')}{path}", json=call, timeout=60)
+            assert refused.status_code == 401, (path, refused.text)
+        answer = Client(guarded.url, auth=LOGIN, verbose=False).predict(RXNFLOW, api_name="/ask")
+        assert answer["cited"] and not answer["refused"]
+        assert "Traceback" not in guarded.log_tail()
+
+    # A login without a key: API clients can't log in, so the API is closed, and says why.
+    with ServeProcess(home / "login-only.log", {**env, "ABSTRACT_RAG_API_KEY": "", "RAG_UI__AUTH_ENV": "LAB_LOGIN"},
+                      "--config", "extractive") as login_only:  # fmt: skip
+        for headers in ({}, {"Authorization": f"Bearer {KEY}"}):
+            closed = httpx.post(f"{login_only.url}v1/chat/completions", json={"messages": ask(RXNFLOW)}, headers=headers)
+            assert closed.status_code == 401 and "ABSTRACT_RAG_API_KEY" in closed.json()["error"]["message"]
+        assert "the API at /v1 is closed" in login_only.log_tail()
 
 
 def test_serving_beyond_loopback_without_a_key_is_refused_in_one_line(tmp_path):

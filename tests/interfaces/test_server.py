@@ -28,6 +28,7 @@ def server_settings(tmp_path, host: str, port: int, database: str = "default_dat
     """The extractive config pointed at a Chroma server; the BM25 cache goes to tmp_path."""
     retrieval = {"lexical_cache": str(tmp_path / "lexical"), **sections.pop("retrieval", {})}
     vectorstore = {"mode": "http", "host": host, "port": port, "database": database, "retries": 1}
+    vectorstore.update(sections.pop("vectorstore", {}))
     return settings_for(tmp_path / "unused", vectorstore=vectorstore, retrieval=retrieval, **sections)
 
 
@@ -121,6 +122,36 @@ def test_a_short_outage_is_ridden_out_by_retries(tmp_path, embeddings):
             assert service.index.paper_count() == 19  # retried until the server was back
         finally:
             restart.join()
+
+
+def test_a_server_that_stops_answering_is_a_clear_error_not_a_hang_and_recovers(tmp_path, embeddings):
+    """A Chroma server that accepts connections and never answers (stopped, hung, cut off): each
+    question ends with one StoreError naming it, and answers come back once the server does."""
+    with ChromaServer(tmp_path / "data", tmp_path / "server.log") as server:
+        settings = server_settings(tmp_path, HOST, server.port, vectorstore={"timeout": 2, "retries": 1})
+        service = RagService(settings, embeddings=embeddings)
+        service.ingest([SEED_FILE])
+        os.killpg(server.process.pid, signal.SIGSTOP)
+        try:
+            outcome: list[BaseException | list] = []
+            asking = threading.Thread(target=lambda: outcome.append(capture(service.retrieve, "RxnFlow templates")))
+            asking.start()
+            asking.join(120)  # without a timeout on the client's calls, it would wait for ever
+            assert not asking.is_alive(), "the question hangs on a server that does not answer"
+            assert isinstance(outcome[0], StoreError) and f"lost the Chroma server at {HOST}:{server.port}" in str(
+                outcome[0]
+            )
+        finally:
+            os.killpg(server.process.pid, signal.SIGCONT)
+        assert "RxnFlow" in service.retrieve("RxnFlow templates", k=1)[0].text  # the same service, no restart
+
+
+def capture(call, *args):
+    """What `call(*args)` returns, or the exception it raises."""
+    try:
+        return call(*args)
+    except Exception as err:
+        return err
 
 
 def test_an_ingest_that_loses_the_server_resumes_exactly_when_it_is_back(tmp_path, embeddings):
