@@ -181,14 +181,12 @@ def run_ingest(args: argparse.Namespace) -> int:
 
 
 def run_fetch(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from rag.core.config import load_config
-    from rag.ingest.fetch import default_output, fetch_venue, resolve_venue
+    from rag.ingest.fetch import fetch_venue, output_file, resolve_venue
 
     config = load_config(args.config).fetch
     venue = resolve_venue(args.venue)
-    out = Path(args.out) if args.out else default_output(venue, config)
+    out = output_file(args.out, venue, config)
     bars = []  # made at the first page, so a venue that fails at once prints only its error
 
     def progress(done: int, total: int) -> None:

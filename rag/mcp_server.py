@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
-from rag.core.errors import ConfigError, RagError
+from rag.core.config import RequestK
+from rag.core.errors import ConfigError, RagError, first_problem
 from rag.core.filters import FilterSpec, as_filters
 from rag.service import RagService
 
@@ -22,8 +23,46 @@ INSTRUCTIONS = (
     "ask answers from the abstracts with [n] markers citing its sources (sources[n-1]), or says the abstracts "
     "don't cover it (refused). Read a paper's abstract and metadata at paper://{paper_id}."
 )
-K = Annotated[int | None, Field(ge=1, le=50, description="How many papers (default: the config's retrieval.k).")]
+PAPER_URI = "paper://{paper_id}"
 FILTERS = Annotated[FilterSpec | None, Field(description="Only papers matching all of these.")]
+
+
+class RereadLines:
+    """The stdio transport's messages, a line its JSON parser refused read again by Python's `json`.
+
+    The SDK's parser refuses a lone surrogate (JSON "\\ud800", as JavaScript writes a broken string),
+    and a line it refuses is dropped: the request gets no reply and its client waits forever. Read by
+    `json`, the request reaches its tool, which refuses the text with a reason (`clean_question`).
+    """
+
+    def __init__(self, stream: Any):
+        self.stream = stream
+
+    def __getattr__(self, name: str) -> Any:  # the rest (aclose, last_context) is the stream's
+        return getattr(self.stream, name)
+
+    def __aiter__(self) -> RereadLines:
+        return self
+
+    async def __anext__(self) -> Any:
+        return reread(await self.stream.__anext__())
+
+    async def receive(self) -> Any:
+        return reread(await self.stream.receive())
+
+
+def reread(item: Any) -> Any:
+    """A message the SDK could not parse, parsed by `json` and checked by the SDK's own model; else `item`."""
+    from mcp.shared.message import SessionMessage
+    from mcp.types import jsonrpc_message_adapter
+
+    if not isinstance(item, ValidationError) or item.errors()[0]["type"] != "json_invalid":
+        return item
+    try:
+        message = jsonrpc_message_adapter.validate_python(json.loads(item.errors()[0]["input"]), by_name=False)
+        return SessionMessage(message)
+    except (ValueError, TypeError):  # not JSON either, or not a message: the SDK's error stands
+        return item
 
 
 def build_mcp_server(service: RagService):
@@ -31,27 +70,51 @@ def build_mcp_server(service: RagService):
     try:
         from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+        from mcp.shared.uri_template import UriTemplate
         from mcp.types import ToolAnnotations
     except ImportError:
         raise ConfigError('rag mcp needs the MCP SDK: pip install -e ".[mcp]" (or pip install mcp)') from None
 
-    server = MCPServer("abstract-rag", instructions=INSTRUCTIONS, log_level="WARNING")
+    class PapersServer(MCPServer):
+        async def call_tool(self, name, arguments, context=None):
+            """As the SDK calls a tool, but arguments that don't fit are one sentence naming the field
+            ("k: Input should be a valid integer"), not pydantic's banner, the value and a help link."""
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as err:
+                if not isinstance(err.__cause__, ValidationError):
+                    raise
+                where, what = first_problem(err.__cause__.errors())
+                raise ToolError(f"Error executing tool {name}: {where}: {what}") from err.__cause__
+
+        async def run_stdio_async(self) -> None:
+            """As the SDK serves stdio (`.run("stdio")`), each line read as `RereadLines` reads it."""
+            from mcp.server.stdio import stdio_server
+
+            lowlevel = self._lowlevel_server  # the SDK's own run_stdio_async does the same
+            async with stdio_server() as (read_stream, write_stream):
+                options = lowlevel.create_initialization_options()
+                await lowlevel.run(RereadLines(read_stream), write_stream, options)
+
+    server = PapersServer("abstract-rag", instructions=INSTRUCTIONS, log_level="WARNING")
     read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+    # Ids are percent-encoded in a URI (`{`, `/`, spaces), and decoded again when one is read.
+    paper_uri = UriTemplate.parse(PAPER_URI)
 
     @server.tool(annotations=read_only)
-    def search_papers(question: str, k: K = None, filters: FILTERS = None) -> dict[str, Any]:
+    def search_papers(question: str, k: RequestK = None, filters: FILTERS = None) -> dict[str, Any]:
         """The papers whose abstracts best match the question, best first, each with its best passages
         and a score (cosine similarity of the best passage), and a paper:// URI for its full abstract."""
         try:
             sources = service.retrieve(question, k=k, filters=as_filters(filters))
         except RagError as err:
             raise ToolError(str(err)) from None
-        return {"papers": [{**s.to_payload(), "uri": f"paper://{s.paper_id}"} for s in sources]}
+        return {"papers": [{**s.to_payload(), "uri": paper_uri.expand({"paper_id": s.paper_id})} for s in sources]}
 
     @server.tool(annotations=read_only)
     def ask(
         question: str,
-        k: K = None,
+        k: RequestK = None,
         filters: FILTERS = None,
         history: Annotated[
             list[tuple[str, str]] | None, Field(description="Earlier [question, answer] pairs, oldest first.")
@@ -65,7 +128,7 @@ def build_mcp_server(service: RagService):
             raise ToolError(str(err)) from None
         return answer.to_payload()
 
-    @server.resource("paper://{paper_id}", mime_type="application/json", description="A paper's abstract and data.")
+    @server.resource(PAPER_URI, mime_type="application/json", description="A paper's abstract and data.")
     def paper(paper_id: str) -> str:
         try:
             found = service.paper(paper_id)

@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING
 from rag.answering.citations import CitationChecker
 from rag.answering.evidence import EvidencePicker
 from rag.answering.lists import compare_answer, list_answer
-from rag.answering.pipeline import AnswerPipeline, standalone_question
+from rag.answering.pipeline import AnswerPipeline, Standalone, standalone_question
 from rag.answering.providers import Provider, make_provider
 from rag.core.config import BUNDLED_SEEDS, Settings, checked_k, load_config
 from rag.core.errors import InputError, RagError
 from rag.core.filters import PICKERS, Filters
+from rag.core.text import not_text
 from rag.core.types import Answer, Source
 from rag.index.access import IndexAccess
 from rag.index.lexical import Revision
@@ -279,7 +280,7 @@ class RagService:
         and understood filters on a field named in `dropped` are not applied.
         """
         question = self.clean_question(question)
-        standalone = standalone_question(question, history or [], lambda: self.provider)
+        standalone = self.standalone(question, history or [])
         read = self.config.questions.understand if understand is None else understand
         asked = standalone.question
         understood = self.understand(asked) if read else Understood(asked, asked)
@@ -328,18 +329,35 @@ class RagService:
     def find_sources(self, inputs: dict) -> dict:
         """{question, history, k, filters} -> the same plus `standalone` (the question made
         self-contained, a `Standalone`) and `sources` (what retrieval found for it)."""
-        standalone = standalone_question(inputs["question"], inputs.get("history") or [], lambda: self.provider)
+        standalone = self.standalone(self.clean_question(inputs["question"]), inputs.get("history") or [])
         return inputs | {
             "standalone": standalone,
             "sources": self.retrieve(standalone.question, inputs.get("k"), inputs.get("filters")),
         }
 
-    def clean_question(self, question: str) -> str:
-        """The question without control characters; empty or over-long questions are an InputError."""
+    def clean_question(self, question: str, what: str = "the question") -> str:
+        """The question without control characters; an empty, over-long or garbled (not Unicode text)
+        question is an InputError, whose message names the text as `what`. Garbled text is refused, not
+        repaired: a question with a character replaced is not the one asked (ingest refuses it too)."""
         question = CONTROL_CHARS.sub(" ", question or "").strip()
         if not question:
-            raise InputError("the question is empty")
+            raise InputError(f"{what} is empty")
+        if problem := not_text(question):
+            raise InputError(f"{what} {problem}")
         limit = self.config.answer.max_question_chars
         if len(question) > limit:
-            raise InputError(f"the question is {len(question):,} characters long; the limit is {limit:,}")
+            raise InputError(
+                f"{what} is {len(question):,} characters long; the limit is {limit:,} (answer.max_question_chars)"
+            )
         return question
+
+    def standalone(self, question: str, history: list[tuple[str, str]]) -> Standalone:
+        """The (clean) question made self-contained with the history; each text is checked first, and a
+        refusal names the one refused: a question of the history, its answer, or the rewritten follow-up."""
+        for number, (asked, replied) in enumerate(history, start=1):
+            self.clean_question(asked, f"question {number} of the history")
+            if problem := not_text(replied):
+                raise InputError(f"answer {number} of the history {problem}")
+        standalone = standalone_question(question, history, lambda: self.provider)
+        rewritten = self.clean_question(standalone.question, "the follow-up rewritten with the conversation")
+        return replace(standalone, question=rewritten)

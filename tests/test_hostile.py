@@ -436,3 +436,249 @@ def test_the_logged_in_chat_still_works_through_the_gate(locked):
 
     answer = Client(locked[0], auth=LOGIN, verbose=False).predict(POISONED_QUESTION, api_name="/ask")
     assert answer["sources"][0]["paper_id"] == "poison0"
+
+
+# -- issue 31: hostile input on the newer surfaces (/v1, MCP, /ask, rag fetch, exports) --------------
+# Exports: tests/core/test_export.py; rag fetch: tests/ingest/test_fetch.py.
+
+LONE = "Which paper proposes tensor sketching \ud800 for kernels?"  # JSON sends it as "\ud800"
+NOT_TEXT = re.compile(r"is not valid text: character \d+ is a lone surrogate \(U\+D[89A-F][0-9A-F]{2}\)")
+ODD_IDS = ["brace{1}", "}close", "slash/2", "per%20cent"]  # each must be readable as a paper:// URI
+TOO_MANY = [f"Status {number}" for number in range(40_000)]
+FILTER_LIMIT = "filter status: 40,000 values; the limit is 100 values a filter"
+
+
+@pytest.fixture(scope="module")
+def odd(tmp_path_factory, embeddings) -> RagService:
+    """The poisoned papers' kind of index, plus papers whose ids hold URI and template characters."""
+    folder = tmp_path_factory.mktemp("issue31")
+    records = [*papers("p", 5), {**paper("poison", 0), "abstract": POISONED_ABSTRACT}]
+    records += [{**paper("odd", n), "id": odd_id} for n, odd_id in enumerate(ODD_IDS)]
+    service = RagService(settings_for(folder / "index"), embeddings=embeddings)
+    service.ingest([write_jsonl(folder / "list.jsonl", records)])
+    return service
+
+
+@pytest.fixture(scope="module")
+def api(odd):
+    """`rag serve`'s app over `odd` on loopback: its base URL."""
+    for url, _ in serve_with_api(odd):
+        yield url.rstrip("/")
+
+
+def post_json(url: str, body: dict) -> httpx.Response:
+    """`body` as JSON with Python's own encoder, which writes a lone surrogate as "\\ud800" (httpx's can't)."""
+    return httpx.post(url, content=json.dumps(body), headers={"Content-Type": "application/json"}, timeout=120)
+
+
+def openai_error(reply: httpx.Response, status: int) -> dict:
+    """The body of an error in OpenAI's shape, as docs/api.md describes it."""
+    assert reply.status_code == status, reply.text
+    error = reply.json()["error"]
+    assert set(reply.json()) == {"error"} and set(error) == {"message", "type", "param", "code"}
+    return error
+
+
+def ask_messages(question: str, history: list[tuple[str, str]] = ()) -> list[dict]:
+    turns = [{"role": role, "content": text} for pair in history for role, text in zip(("user", "assistant"), pair)]
+    return [*turns, {"role": "user", "content": question}]
+
+
+def mcp_session(index: Path, session, raw: bool = False):
+    """Run `session` against `rag mcp` over `index`: with the MCP SDK's client, or (raw) with a function
+    that writes one JSON-RPC request as a line and returns the reply, as a client in another language would."""
+    import asyncio
+    import os
+    import select
+    import subprocess
+    import sys
+
+    env = {**os.environ, "RAG_CONFIG": "extractive", "RAG_VECTORSTORE__PATH": str(index)}
+    command = [sys.executable, "-m", "rag.cli", "mcp"]
+    if raw:
+        from mcp.types import LATEST_PROTOCOL_VERSION
+
+        with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True) as server:
+
+            def call(method: str, params: dict, number: int | None = None) -> dict | None:
+                message = {"jsonrpc": "2.0", "method": method, "params": params}
+                server.stdin.write(json.dumps({**message, **({"id": number} if number else {})}) + "\n")
+                server.stdin.flush()
+                if number is None:
+                    return None
+                # Long enough for any answer; without a reply a client would wait forever (the bug).
+                assert select.select([server.stdout], [], [], 300)[0], f"no reply to request {number}"
+                return json.loads(server.stdout.readline())
+
+            hello = {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "raw"}}
+            assert "result" in call("initialize", {**hello, "clientInfo": {"name": "raw", "version": "0"}}, 1)
+            call("notifications/initialized", {})
+            try:
+                return session(call)
+            finally:
+                server.stdin.close()
+                server.wait(60)
+    from mcp import Client, StdioServerParameters, stdio_client
+
+    async def run():
+        params = StdioServerParameters(command=command[0], args=command[1:], env=env)
+        async with Client(stdio_client(params), read_timeout_seconds=300) as client:
+            return await session(client)
+
+    return asyncio.run(run())
+
+
+# Item 2: a lone surrogate gets one clear error on every interface.
+
+
+def test_a_lone_surrogate_is_refused_on_the_command_line(odd):
+    index = odd.config.vectorstore.path
+    for args in (["ask", "Which paper plays caf\udce9?"], ["ask", "--status", "Or\udce9", POISONED_QUESTION]):
+        result = rag(*args, index=index)  # the surrogate escape goes out as the byte 0xE9, not UTF-8
+        assert result.returncode == 1 and "Traceback" not in result.stderr
+        [message] = stderr_lines(result)
+        assert message.startswith("error: ") and NOT_TEXT.search(message), message
+
+
+@pytest.mark.parametrize("path", ["/v1/retrieve", "/v1/chat/completions", "/v1/chat/completions stream"])
+def test_a_lone_surrogate_is_a_400_on_the_api(api, path):
+    body = {"question": LONE} if path == "/v1/retrieve" else {"messages": ask_messages(LONE)}
+    if path.endswith("stream"):
+        path, body["stream"] = path.split()[0], True
+    error = openai_error(post_json(api + path, body), 400)
+    assert NOT_TEXT.search(error["message"]) and error["type"] == "invalid_request_error"
+
+
+def test_a_lone_surrogate_in_the_model_name_is_named_in_a_404(api):
+    reply = post_json(f"{api}/v1/chat/completions", {"model": "x\ud800", "messages": ask_messages("x")})
+    error = openai_error(reply, 404)  # before: a 500, the message quoting it could not be encoded
+    assert error["code"] == "model_not_found" and error["message"] == "The model 'x\\ud800' does not exist"
+
+
+def test_a_lone_surrogate_is_a_reason_on_the_apps_ask(api):
+    reply = post_json(f"{api}/gradio_api/call/ask", {"data": [LONE, None, None, None, None]})
+    events = httpx.get(f"{api}/gradio_api/call/ask/{reply.json()['event_id']}", timeout=120).text
+    assert "event: error" in events
+    assert NOT_TEXT.search(json.loads(events.split("data: ", 1)[1].splitlines()[0])["error"])
+
+
+def test_a_lone_surrogate_gets_a_reply_over_mcp(odd):
+    """The MCP SDK's JSON parser refused the line and dropped the request: no reply, a client waiting forever."""
+
+    def session(call):
+        ask = call("tools/call", {"name": "ask", "arguments": {"question": LONE}}, 2)
+        search = call("tools/call", {"name": "search_papers", "arguments": {"question": LONE}}, 3)
+        garbled = {"question": "x", "filters": {"status": ["\udcff"]}}
+        status = call("tools/call", {"name": "search_papers", "arguments": garbled}, 4)
+        return ask, search, status
+
+    for reply in mcp_session(odd.config.vectorstore.path, session, raw=True):
+        assert reply["result"]["isError"] is True
+        assert NOT_TEXT.search(reply["result"]["content"][0]["text"])
+
+
+# Items 3, 5 and 8: filter sizes, strict types and plain validation errors, over the API and MCP.
+
+
+@pytest.mark.parametrize(
+    "path, body, param, says",
+    [
+        ("/v1/retrieve", {"question": POISONED_QUESTION, "k": "5"}, "k", "k: Input should be a valid integer"),
+        ("/v1/retrieve", {"question": POISONED_QUESTION, "k": True}, "k", "k: Input should be a valid integer"),
+        ("/v1/retrieve", {"question": "x", "filters": {"has_code": "yes"}}, "filters.has_code", "valid boolean"),
+        ("/v1/chat/completions", {"messages": ask_messages("x"), "stream": "yes"}, "stream", "valid boolean"),
+        ("/v1/chat/completions", {"messages": ask_messages("x"), "k": "5"}, "k", "valid integer"),
+        ("/v1/retrieve", {"question": "x", "filters": {"status": TOO_MANY}}, None, FILTER_LIMIT),
+        ("/v1/chat/completions", {"messages": ask_messages("x"), "filters": {"status": TOO_MANY}}, None, FILTER_LIMIT),
+    ],
+    ids=["k-text", "k-bool", "has_code-text", "stream-text", "chat-k-text", "40k-filter", "chat-40k-filter"],
+)
+def test_loose_types_and_huge_filters_are_400_naming_the_field_or_limit(api, path, body, param, says):
+    error = openai_error(httpx.post(api + path, json=body, timeout=120), 400)
+    assert error["param"] == param and says in error["message"]
+
+
+def test_the_openai_sdks_own_requests_still_work(api):
+    import openai
+
+    client = openai.OpenAI(base_url=f"{api}/v1", api_key="unused", max_retries=0, timeout=120)
+    options = {"temperature": 0.2, "max_tokens": 200, "top_p": 1.0, "stream_options": {"include_usage": True}}
+    chunks = list(client.chat.completions.create(model="extractive", messages=ask_messages(POISONED_QUESTION),
+                                                 stream=True, **options))  # fmt: skip
+    assert chunks[-1].model_extra["rag"]["cited"] == ["poison0"]
+
+
+def test_mcp_refuses_loose_types_and_huge_filters_in_one_sentence_and_reads_odd_ids(odd):
+    async def session(client) -> dict:
+        seen = {
+            "k-text": await client.call_tool("search_papers", {"question": "x", "k": "5"}),
+            "has_code-text": await client.call_tool("ask", {"question": "x", "filters": {"has_code": "yes"}}),
+            "40k-filter": await client.call_tool("search_papers", {"question": "x", "filters": {"status": TOO_MANY}}),
+            "no-question": await client.call_tool("search_papers", {}),
+        }
+        for number, odd_id in enumerate(ODD_IDS):
+            found = await client.call_tool("search_papers", {"question": paper("odd", number)["abstract"]})
+            [uri] = [p["uri"] for p in found.structured_content["papers"] if p["paper_id"] == odd_id]
+            seen[odd_id] = json.loads((await client.read_resource(uri)).contents[0].text)["paper_id"]
+        return seen
+
+    seen = mcp_session(odd.config.vectorstore.path, session)
+    expected = {
+        "k-text": "Error executing tool search_papers: k: Input should be a valid integer",
+        "has_code-text": "Error executing tool ask: filters.has_code: Input should be a valid boolean",
+        "40k-filter": f"Error executing tool search_papers: {FILTER_LIMIT}",
+        "no-question": "Error executing tool search_papers: question: Field required",
+    }
+    for case, message in expected.items():
+        assert seen[case].is_error and seen[case].content[0].text == message, (case, seen[case].content[0].text)
+    assert [seen[odd_id] for odd_id in ODD_IDS] == ODD_IDS
+
+
+def test_a_filter_of_40000_values_is_one_line_from_the_command_line(odd):
+    options = [part for status in TOO_MANY for part in ("--status", status)]
+    result = rag("ask", *options, POISONED_QUESTION, index=odd.config.vectorstore.path)
+    assert result.returncode == 1 and stderr_lines(result) == [f"error: {FILTER_LIMIT}"]
+
+
+# Item 4: every /v1 error in the API's own format.
+
+
+@pytest.mark.parametrize(
+    "method, path, content, status, says",
+    [
+        ("POST", "/v1/retrieve", b'{"question": "caf\xe9"}', 400, "the body is not UTF-8 text (byte 0xe9 at position"),
+        ("POST", "/v1/chat/completions", b"[" * 100_000 + b"]" * 100_000, 400, "nested too deeply"),
+        ("POST", "/v1/retrieve", b'{"question": "x",}', 400, "the body is not valid JSON: Expecting property name"),
+        ("GET", "/v1/chat/completions", None, 405, "GET is not allowed on /v1/chat/completions; use POST"),
+        ("POST", "/v1/models", None, 405, "POST is not allowed on /v1/models; use GET"),
+        ("GET", "/v1/completions", None, 404, "no such endpoint: GET /v1/completions"),
+    ],
+    ids=["not-utf8", "deep", "json-error", "get-chat", "post-models", "unknown-path"],
+)
+def test_every_v1_error_is_in_the_openai_format(api, method, path, content, status, says):
+    headers = {"Content-Type": "application/json"}
+    error = openai_error(httpx.request(method, api + path, content=content, headers=headers, timeout=60), status)
+    assert says in error["message"] and error["param"] is None  # a position is not a field
+    if status == 405:
+        assert httpx.request(method, api + path).headers["allow"] == says.rsplit(" ", 1)[1]
+
+
+# Item 7: the length message names the text that is too long.
+
+
+@pytest.mark.parametrize(
+    "history, says",
+    [
+        ([("x" * 3001, "An answer.")], "question 1 of the history is 3,001 characters long; the limit is 2,000"),
+        (
+            # each under the limit, the earlier question and this one joined (1,989 + 1 + 17) over it
+            [("Which paper proposes tensor sketching " + "x" * 1950 + "?", "An answer.")],
+            "the follow-up rewritten with the conversation is 2,007 characters long; the limit is 2,000",
+        ),
+    ],
+    ids=["earlier-question", "rewritten-follow-up"],
+)
+def test_a_long_earlier_question_is_named_as_such(api, history, says):
+    reply = httpx.post(f"{api}/v1/chat/completions", json={"messages": ask_messages("What do they use?", history)})
+    message = openai_error(reply, 400)["message"]
+    assert message == f"{says} (answer.max_question_chars)" and "17 characters" not in message

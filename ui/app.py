@@ -19,7 +19,7 @@ from typing import Any
 import gradio as gr
 from pydantic import BaseModel, ValidationError
 
-from rag.core.errors import RagError
+from rag.core.errors import RagError, first_problem
 from rag.core.export import answer_papers
 from rag.core.filters import PICKERS, Filters
 from rag.core.types import Answer, ExportFormat
@@ -111,7 +111,7 @@ class ChatHandlers:
             failure = str(err)
         except Exception as err:  # a bug must still end the spinner with a message, not a frozen chat
             log.exception("answering %r failed", question)
-            failure = f"unexpected {type(err).__name__}; the details are in the server log"
+            failure = unexpected(err)
         yield (
             [*chat, message("assistant", error_html(failure))],
             [*answers, None],
@@ -162,15 +162,21 @@ class ChatHandlers:
         try:
             call = AskCall(question=question, history=history, status=status, primary_area=primary_area, export=export)
         except ValidationError as err:  # API clients send anything: name the value, don't log a traceback
-            first = err.errors()[0]
-            where = ".".join(str(part) for part in first["loc"])
-            raise gr.Error(f"/ask {where}: {first['msg']}", print_exception=False) from None
+            where, what = first_problem(err.errors())
+            raise gr.Error(f"/ask {where}: {what}", print_exception=False) from None
         filters = Filters(status=tuple(call.status or ()), primary_area=tuple(call.primary_area or ()))
         try:
             answer = self.service.answer(call.question, history=call.history or [], filters=filters)
             return answer_payload(answer, export=call.export)
         except RagError as err:
             raise gr.Error(str(err), print_exception=False) from None
+        except Exception as err:  # a bug: still a reason for the client, not Gradio's bare {"error": null}
+            log.exception("/ask %r failed", call.question)
+            raise gr.Error(unexpected(err), print_exception=False) from None
+
+
+def unexpected(err: Exception) -> str:
+    return f"unexpected {type(err).__name__}; the details are in the server log"
 
 
 class AskCall(BaseModel):

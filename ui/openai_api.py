@@ -19,12 +19,16 @@ from typing import Any, Literal
 
 import anyio
 from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from starlette.exceptions import HTTPException
+from starlette.routing import BaseRoute
 
-from rag.core.config import config_names
-from rag.core.errors import InputError, RagError, StoreError
+from rag.core.config import RequestK, config_names
+from rag.core.errors import InputError, RagError, StoreError, first_problem
 from rag.core.filters import FilterSpec, as_filters
 from rag.core.types import Answer
 from rag.service import RagService
@@ -36,9 +40,12 @@ log = logging.getLogger(__name__)
 class ApiError(Exception):
     """An error for the client, in OpenAI's shape."""
 
-    def __init__(self, status: int, message: str, kind: str = "invalid_request_error", code=None, param=None):
+    def __init__(
+        self, status: int, message: str, kind: str = "invalid_request_error", code=None, param=None, headers=None
+    ):
         super().__init__(message)
         self.status, self.body = status, {"message": message, "type": kind, "param": param, "code": code}
+        self.headers: dict[str, str] = headers or {}
 
 
 def error_for(err: Exception) -> ApiError:
@@ -75,8 +82,8 @@ class ChatRequest(BaseModel):
 
     model: str | None = Field(None, description="A config name from GET /v1/models (default: the server's).")
     messages: list[Message] = Field(min_length=1)
-    stream: bool = False
-    k: int | None = Field(None, ge=1, le=50, description="Extension: papers to retrieve.")
+    stream: StrictBool = False  # strict, as `k` and `has_code`: "yes" is a 400, not true
+    k: RequestK = None
     filters: FilterSpec | None = Field(None, description="Extension: restrict retrieval.")
 
     def question_and_history(self) -> tuple[str, list[tuple[str, str]]]:
@@ -98,7 +105,7 @@ class RetrieveRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question: str
-    k: int | None = Field(None, ge=1, le=50)
+    k: RequestK = None
     filters: FilterSpec | None = None
     model: str | None = None
 
@@ -182,23 +189,64 @@ def add_openai_routes(
             return JSONResponse({"status": "unavailable", "error": str(err)}, status_code=503)
         return JSONResponse({"status": "ok", "papers": stats["papers"], "config": stats["config"]})
 
+    answered = list(v1.routes)  # the routes above
+
+    @v1.api_route("/{path:path}", methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+    def no_such_route(request: Request) -> None:
+        """Any other /v1 request, declared last: a 405 or 404 in the API's own error format (without it,
+        the chat page mounted at / would answer with its own)."""
+        path = request.url.path
+        allowed = sorted(methods_at(answered, path))
+        if allowed:
+            message = f"{request.method} is not allowed on {path}; use {' or '.join(allowed)}"
+            raise ApiError(405, message, code="method_not_allowed", headers={"Allow": ", ".join(allowed)})
+        raise ApiError(404, f"no such endpoint: {request.method} {path}", code="unknown_url")
+
     app.include_router(v1)
     app.add_exception_handler(ApiError, api_error_response)
+    app.add_exception_handler(HTTPException, http_error_response)
     for known in (RagError, QueueFull):
         app.add_exception_handler(known, lambda request, err: api_error_response(request, error_for(err)))
     app.add_exception_handler(RequestValidationError, invalid_request_response)
     app.add_exception_handler(Exception, lambda request, err: api_error_response(request, error_for(err)))
 
 
+def methods_at(routes: list[BaseRoute], path: str) -> set[str]:
+    """The methods `routes` answer at `path`."""
+    answering = [route for route in routes if isinstance(route, APIRoute) and route.path_regex.match(path)]
+    return {method for route in answering for method in route.methods}
+
+
 def api_error_response(request: Request, err: ApiError) -> JSONResponse:
-    headers = {"WWW-Authenticate": "Bearer"} if err.status == 401 else None
-    return JSONResponse({"error": err.body}, status_code=err.status, headers=headers)
+    headers = {"WWW-Authenticate": "Bearer"} if err.status == 401 else {}
+    # A message may quote what the client sent: a lone surrogate in it could not be encoded as UTF-8.
+    body = {**err.body, "message": err.body["message"].encode("utf-8", "backslashreplace").decode()}
+    return JSONResponse({"error": body}, status_code=err.status, headers={**headers, **err.headers})
 
 
 def invalid_request_response(request: Request, err: RequestValidationError) -> JSONResponse:
     first = err.errors()[0]
-    where = ".".join(str(part) for part in first["loc"] if part != "body")
-    return api_error_response(request, ApiError(400, f"{where or 'body'}: {first['msg']}", param=where or None))
+    if first["type"] == "json_invalid":  # its loc holds a character position, not a field
+        where = first["loc"][-1]
+        message = f"the body is not valid JSON: {first['ctx']['error']} (character {where})"
+        return api_error_response(request, ApiError(400, message))
+    where, what = first_problem(err.errors())
+    return api_error_response(request, ApiError(400, f"{where or 'body'}: {what}", param=where or None))
+
+
+async def http_error_response(request: Request, err: HTTPException) -> Response:
+    """FastAPI's own errors (a body it could not read, one too large): in OpenAI's shape under /v1."""
+    if not request.url.path.startswith("/v1/"):
+        return await http_exception_handler(request, err)
+    cause = err.__cause__
+    if isinstance(cause, UnicodeDecodeError):
+        message = f"the body is not UTF-8 text (byte 0x{cause.object[cause.start]:02x} at position {cause.start})"
+    elif isinstance(cause, RecursionError):
+        message = "the body is not JSON this server reads: it is nested too deeply"
+    else:
+        message = str(err.detail)
+    kind = "invalid_request_error" if err.status_code < 500 else "server_error"
+    return api_error_response(request, ApiError(err.status_code, message, kind, headers=err.headers))
 
 
 class Reply:

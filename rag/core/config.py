@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
@@ -472,6 +472,12 @@ def _origin(loc: tuple[int | str, ...], files: list[Path]) -> str:
         if data is not None:
             return str(file)
     return str(files[-1])
+
+
+# `k` as the APIs take it in JSON (/v1, MCP tools): a whole number, not "5" or true, in retrieval.k's bounds.
+RequestK = Annotated[
+    int | None, Field(strict=True, ge=1, le=50, description="Papers to retrieve (default: the config's retrieval.k).")
+]
 
 
 def checked_k(value: int | str) -> int:

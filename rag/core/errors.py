@@ -4,6 +4,11 @@ Each is raised where the problem is found, with a message a person can act on; t
 it as one line and the UI shows it as text. Nothing here carries a traceback to the user.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 
 class RagError(Exception):
     """Base class: every error meant for the user, not for a debugger."""
@@ -36,3 +41,10 @@ def first_line(error: object) -> str:
     if text:
         return text.splitlines()[0]
     return type(error).__name__ if isinstance(error, BaseException) else ""
+
+
+def first_problem(errors: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
+    """Where and what the first of pydantic's `errors()` is, e.g. ("filters.status", "Input should be a
+    valid list"): for one line a person reads, without pydantic's banner, the value sent and a help link."""
+    first = errors[0]
+    return ".".join(str(part) for part in first["loc"] if part != "body"), first["msg"]

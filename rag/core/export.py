@@ -6,9 +6,9 @@ every format escapes them with its own rules and nothing in them can add structu
 
 - BibTeX: LaTeX's special characters become text commands, braces included (`\\textbraceleft{}`, not
   `\\{`: BibTeX counts braces without regard to backslashes, so an escaped brace could still close a
-  field early). Titles are first turned into plain text (`$\\tau$` -> τ), so no LaTeX from the corpus
-  (`\\input`, `\\write18`) reaches a document. The key and the URL are built only from characters
-  known to be safe.
+  field early). Titles are first turned into plain text (`$\\tau$` -> τ, a stray brace or `\\input{…}`
+  kept as written), so no LaTeX from the corpus (`\\input`, `\\write18`) reaches a document as a
+  command. The key and the URL are built only from characters known to be safe.
 - CSV: the `csv` module quotes; a cell starting with `=`, `+`, `-`, `@`, tab or CR gets a leading `'`
   so spreadsheets read it as text, not a formula (OWASP, "CSV Injection").
 - Markdown: Markdown and HTML punctuation is backslash-escaped (CommonMark escapes), so a title can't

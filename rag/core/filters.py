@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from rag.core.errors import InputError
+from rag.core.text import not_text
+
 Match = Literal["one_of", "contains", "equals"]
+# Values one list filter may hold: far more than there are statuses (7) or primary areas (about 20),
+# and far fewer than the variables SQLite takes in one query (Chroma's `$in` is one variable a value).
+MAX_FILTER_VALUES = 100
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,17 @@ class Filters:
             option="--has-code",
         ),
     )
+
+    def __post_init__(self) -> None:
+        # Checked here, where every interface's filters are made (CLI, /v1, MCP, the page, Python).
+        for spec, value in self.active():
+            if isinstance(value, tuple) and len(value) > MAX_FILTER_VALUES:
+                raise InputError(
+                    f"filter {spec.name}: {len(value):,} values; the limit is {MAX_FILTER_VALUES} values a filter"
+                )
+            texts = value if isinstance(value, tuple) else (value,) if isinstance(value, str) else ()
+            if problem := next(filter(None, map(not_text, texts)), None):
+                raise InputError(f"filter {spec.name}: a value {problem}")  # Chroma refuses it less clearly
 
     def active(self) -> Iterator[tuple[FilterField, Any]]:
         """The fields that restrict something, with their values."""
@@ -161,8 +178,8 @@ def column(spec: FilterField, values: list[Any]) -> np.ndarray:
 def _json_field(spec: FilterField) -> tuple[Any, Any]:
     if spec.match == "one_of":
         return list[str], Field(default_factory=list, description=spec.help)
-    if spec.match == "equals":
-        return bool | None, Field(None, description=spec.help)
+    if spec.match == "equals":  # strict: "yes" or 1 is refused, not read as true
+        return bool | None, Field(None, strict=True, description=spec.help)
     return str, Field("", description=spec.help)
 
 

@@ -6,7 +6,9 @@ Abstracts are written for OpenReview, which renders `$\\tau$`, `100\\%`, `\\text
 
 Untrusted text stays inert: LaTeX is only ever turned into text, that text is escaped before any
 tag is added, and the only tags added are `<strong>` and `<em>` around escaped text. Text that
-pylatexenc cannot parse (say, thousands of nested braces) is shown as it is.
+pylatexenc cannot parse (say, thousands of nested braces) is shown as it is. Nothing is lost on the
+way: a brace that closes or opens no group is text, and a macro that would read a file (`\\input`,
+`\\include`) is shown as written, so a title keeps its words in every place it is shown.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ DOUBLED = re.compile(r"\\\\(?=[%&])")
 # after a space, a bracket, a slash or a number (`(~60 Hz)`, `75\%~95\%`, `cornell.edu/~name`).
 TILDE_AS_TEXT = re.compile(r"(?<![^\s(\[/*%0-9])~")
 TILDE = "\ue000"  # stands in for a `~` kept as text while LaTeX's `~` becomes a space
+# A brace not escaped by a backslash (an even number of them before it), for pairing groups.
+BRACE = re.compile(r"(?<!\\)((?:\\\\)*)([{}])")
 # Markdown emphasis, applied to text pylatexenc has already converted (it leaves `*` and `_` alone).
 # Single `*` and `_` must start and end at a word boundary, so `x_i`, `snake_case` and `a * b` stay.
 STRONG = re.compile(r"\*\*(?=[^\s*])([^\n]+?)(?<=[^\s*])\*\*")
@@ -62,6 +66,8 @@ STYLE_MACROS = frozenset(
     "left right big Big bigg Bigg bigl bigr Bigl Bigr biggl biggr limits nolimits "
     "color small footnotesize large Large normalsize selectfont".split()
 )
+# Macros pylatexenc answers by reading a file (nothing, here): their text is what the author wrote.
+FILE_MACROS = frozenset({"input", "include"})
 
 
 def plain_text(text: str) -> str:
@@ -87,6 +93,7 @@ def latex_to_text(text: str) -> str:
     if not LATEX.search(text):
         return text
     prepared = UNESCAPED.sub(r"\1\\\2", DOUBLED.sub("\\\\", TILDE_AS_TEXT.sub(TILDE, text)))
+    prepared = with_stray_braces_escaped(prepared)
     walker_context, converter = latex_converter()
     try:
         nodes, _, _ = LatexWalker(prepared, latex_context=walker_context, tolerant_parsing=True).get_latex_nodes()
@@ -97,6 +104,23 @@ def latex_to_text(text: str) -> str:
     return SPACES.sub(" ", converted.replace("\xa0", " ").replace(TILDE, "~"))
 
 
+def with_stray_braces_escaped(text: str) -> str:
+    """`text` with every brace that pairs with none escaped (`\\}`), so it reads as a brace: a group's
+    braces only group, but pylatexenc would drop a stray `}` and the words of an unclosed `{`."""
+    opened: list[int] = []  # where each still-open `{` stands
+    stray: list[int] = []
+    for match in BRACE.finditer(text):
+        where = match.start(2)
+        if match.group(2) == "{":
+            opened.append(where)
+        elif opened:
+            opened.pop()
+        else:
+            stray.append(where)
+    unpaired = {*stray, *opened}
+    return "".join(f"\\{char}" if where in unpaired else char for where, char in enumerate(text))
+
+
 # pylatexenc has no type hints: its classes and nodes are Any to mypy.
 class KeepingUnknownMacros(LatexNodes2Text):  # type: ignore[misc]
     """Shows a macro it has no text for as written (`\\model`): an author's own macro is still a name."""
@@ -104,7 +128,7 @@ class KeepingUnknownMacros(LatexNodes2Text):  # type: ignore[misc]
     def macro_node_to_text(self, node: Any) -> str:
         if node.macroname in STYLE_MACROS:
             return ""
-        if self.latex_context.get_macro_spec(node.macroname) is None:
+        if node.macroname in FILE_MACROS or self.latex_context.get_macro_spec(node.macroname) is None:
             return cast(str, node.latex_verbatim())
         return cast(str, super().macro_node_to_text(node))
 

@@ -1,6 +1,13 @@
-"""Stop words: the words dropped before matching a question's words against a paper or a sentence."""
+"""Stop words (the words dropped before matching a question's words against a paper or a sentence),
+and what makes a string from outside not text."""
 
 from __future__ import annotations
+
+import re
+
+# A lone surrogate: half of a UTF-16 pair (JSON's "\\ud800"), or a byte of the command line that was not
+# UTF-8 (Python keeps it as U+DC80..U+DCFF). No encoder writes one and no tokenizer takes one.
+SURROGATE = re.compile("[\ud800-\udfff]")
 
 # English function words (from Lucene's list, as in bm25s), question words, and the words of research
 # writing that every abstract uses: matching "which" or "paper" says nothing about which paper is meant.
@@ -25,3 +32,14 @@ SEARCH_STOPWORDS = STOPWORDS | frozenset(
 # The two additions are kept as each place had them: making them one would change rankings or answers,
 # which needs an evaluation run first (docs/evaluation.md, docs/answers.md).
 EVIDENCE_STOPWORDS = STOPWORDS | frozenset("after doing itself just much same through very were model models".split())
+
+
+def not_text(text: str) -> str | None:
+    """Why `text` is not Unicode text ("holds a lone surrogate ..."), or None when it is."""
+    found = SURROGATE.search(text)
+    if found is None:
+        return None
+    return (
+        f"is not valid text: character {found.start() + 1} is a lone surrogate (U+{ord(found.group()):04X}), "
+        "a byte that is not UTF-8 or half of a \\u escape pair"
+    )

@@ -5,12 +5,14 @@ The official client (`openreview-py`, the optional extra `[openreview]`) does th
 in id order (`sort=id`, `after=<last id>`), so the output is written page by page to `OUT.VENUE.part`:
 a killed fetch continues after the last id in that file, with no duplicates, and only a complete
 fetch replaces OUT. A fetch into an existing complete OUT therefore re-reads the venue (a refresh)
-and keeps the old file until the new one is whole.
+and keeps the old file until the new one is whole. VENUE is the venue id as a file name, a long one
+cut short and hashed (`slug`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import html
 import json
 import os
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 SHORTCUTS = {"iclr2025": "ICLR.cc/2025/Conference"}
 EXTRA = 'pip install -e ".[openreview]"'
 ACCEPTED_KINDS = ("oral", "spotlight", "poster")  # as written in an accepted paper's `venue`, any case
+MAX_SLUG = 60  # characters of a venue id in a file name (real ones have about 25)
 
 
 @dataclass(frozen=True)
@@ -98,13 +101,30 @@ def resolve_venue(name: str) -> str:
     return SHORTCUTS.get(name.lower(), name)
 
 
+def output_file(given: str | None, venue_id: str, config: FetchConfig) -> Path:
+    """Where a fetch writes: the file given, else fetch.folder/VENUE.jsonl, that folder made if missing
+    (a fresh clone has none). A given file's folder must exist: a mistyped path makes no folders."""
+    if given:
+        return Path(given)
+    out = default_output(venue_id, config)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"{out.parent}: cannot create the folder: {err.strerror}") from None
+    return out
+
+
 def default_output(venue_id: str, config: FetchConfig) -> Path:
     return config.folder / f"{slug(venue_id)}.jsonl"
 
 
 def slug(venue_id: str) -> str:
-    """A venue id as a file name: ICLR.cc/2025/Conference -> ICLR.cc-2025-Conference."""
-    return re.sub(r"[^A-Za-z0-9.]+", "-", venue_id).strip("-")
+    """A venue id as a file name: ICLR.cc/2025/Conference -> ICLR.cc-2025-Conference. A long id keeps
+    its start and gets a hash of the whole, so a name stays far below file systems' 255 bytes."""
+    name = re.sub(r"[^A-Za-z0-9.]+", "-", venue_id).strip("-")
+    if len(name) <= MAX_SLUG:
+        return name
+    return f"{name[: MAX_SLUG - 13]}-{hashlib.sha256(venue_id.encode()).hexdigest()[:12]}"
 
 
 def fetch_venue(
@@ -116,16 +136,16 @@ def fetch_venue(
     """Write every submission of `venue_id` to `out` (JSON Lines); `on_progress(done, total)` per page."""
     if not out.name.endswith(".jsonl"):
         raise ConfigError(f"{out}: the output of a fetch is a .jsonl file")
+    if not out.parent.is_dir():
+        raise ConfigError(f"{out.parent}: no such folder (the output's folder must exist)")
     started = time.perf_counter()
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)  # fetch.folder does not exist in a fresh clone
-    except OSError as err:
-        raise ConfigError(f"{out.parent}: cannot create the folder: {err.strerror}") from None
     part = out.with_name(f"{out.name}.{slug(venue_id)}.part")  # another venue into OUT never resumes this one
-    done = _resume(part)
+    with _file_errors():
+        done = _resume(part)
     report = FetchReport(venue_id, out, resumed=len(done))
     # The client reports each retry with print(); stdout is for results, so they become short notes on stderr.
-    with contextlib.redirect_stdout(_RetryNotes()), _client_errors(config.openreview_url, venue_id):
+    # Innermost first: the client's errors (requests' are OSErrors too) are named before a file's would be.
+    with _file_errors(), contextlib.redirect_stdout(_RetryNotes()), _client_errors(config.openreview_url, venue_id):
         client = open_client(config)
         venue = read_venue(client, venue_id)
         with part.open("a", encoding="utf-8") as sink:
@@ -150,7 +170,8 @@ def fetch_venue(
             f"{venue_id}: no public submissions at {config.openreview_url} "
             "(venues before 2024 are on API v1, which rag fetch does not read)"
         )
-    os.replace(part, out)
+    with _file_errors():
+        os.replace(part, out)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -265,6 +286,15 @@ def _client_errors(url: str, venue_id: str) -> Iterator[None]:
         raise FetchError(f"cannot reach OpenReview at {url}: {first_line(err)}") from None
     except ValueError as err:  # a body that is not the JSON the client expects
         raise FetchError(f"OpenReview at {url} sent an unreadable answer: {first_line(err)}") from None
+
+
+@contextlib.contextmanager
+def _file_errors() -> Iterator[None]:
+    """A file that can't be read or written (a name too long, a full disk) as one ConfigError line."""
+    try:
+        yield
+    except OSError as err:
+        raise ConfigError(f"{err.filename or 'the output'}: {err.strerror or err}") from None
 
 
 class _RetryNotes:

@@ -97,6 +97,27 @@ def test_bibtex_braces_balance_whatever_the_title():
     assert "\\input" not in export([paper("x", "\\input{/etc/passwd} $\\tau$")], "bib")
 
 
+# Issue 31: braces that pair with nothing and a macro that reads a file were dropped with the words
+# around them (the first title came out as "Robust models with data"); the second is also a formula.
+BRACE_TITLES = [r"Robust } models {with \input{/etc/passwd} data", r"=SUM(A1) } keeps \input{x} {words"]
+
+
+@pytest.mark.parametrize("title", BRACE_TITLES)
+def test_a_title_with_stray_braces_and_a_file_macro_keeps_its_words_in_every_format(title):
+    source = paper("Braces0001", title, url="https://openreview.net/forum?id=Braces0001")
+    assert plain_text(title) == title  # as the CLI and the page show it
+    bib = export([source], "bib")
+    [entry] = parse_bibtex(bib)
+    assert latex_text(entry["title"]) == title
+    title_field = bib.split("\n")[1]
+    assert title_field.count(r"\textbraceleft{}") == title.count("{")  # both braces the same way
+    assert title_field.count(r"\textbraceright{}") == title.count("}")
+    [row] = csv.DictReader(io.StringIO(export([source], "csv")))
+    assert row["title"] == ("'" + title if title.startswith("=") else title)
+    html = MarkdownIt("commonmark").render(export([source], "md"))
+    assert unescape(re.sub(r"<[^>]+>", "", html)).strip() == f"{title}. Braces0001"
+
+
 def test_a_rejected_paper_is_a_submission_not_a_proceedings_paper():
     [entry] = parse_bibtex(export([POISONED[4]], "bib"))
     assert entry.entry_type == "misc" and "booktitle" not in entry.fields_dict

@@ -177,6 +177,33 @@ def test_no_server_is_one_line(tmp_path):
     assert result.stderr.strip().startswith(f"error: cannot reach OpenReview at {url}")
 
 
+def test_a_200_character_venue_id_is_fetched_into_files_of_bounded_names(server, tmp_path):
+    """Issue 31: the stopped-fetch file was named after the whole venue id, an OSError past 255 bytes."""
+    long_venue = "ICLR.cc/2025/" + "Conference-Track-" * 11  # 200 characters, the same submissions
+    assert len(long_venue) == 200
+    server.fixture.groups[long_venue] = {**server.fixture.groups[VENUE], "id": long_venue}
+    home = tmp_path / "home"
+    environment = {**user_environment(home), "RAG_CONFIG": "extractive", "RAG_FETCH__OPENREVIEW_URL": server.url}
+    for out in (["--out", str(tmp_path / "long.jsonl")], []):  # a file given, and the default one
+        result = subprocess.run(
+            [sys.executable, "-m", "rag.cli", "fetch", "openreview", long_venue, "--quiet", *out],
+            cwd=tmp_path, capture_output=True, text=True, timeout=120, env=environment,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+    [default] = (home / "data" / "abstract-rag" / "fetched").iterdir()
+    assert default.name.startswith("ICLR.cc-2025-Conference-Track-") and len(default.name) < 80
+    for written in (tmp_path / "long.jsonl", default):
+        assert [r["id"] for r in read_jsonl(written)] == [n["id"] for n in with_abstract(server.fixture)]
+
+
+def test_an_out_file_in_a_missing_folder_is_one_line_and_makes_no_folders(server, tmp_path):
+    missing = tmp_path / "missing" / "dir"
+    result = rag("fetch", "iclr2025", "--out", str(missing / "x.jsonl"), url=server.url)
+    assert result.returncode == 1
+    assert result.stderr.strip() == f"error: {missing}: no such folder (the output's folder must exist)"
+    assert not (tmp_path / "missing").exists() and not server.fixture.seen  # refused before asking
+
+
 def test_a_missing_extra_names_the_install_command(server, tmp_path):
     blocker = tmp_path / "blocker"
     blocker.mkdir()
