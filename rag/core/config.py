@@ -100,6 +100,14 @@ class VectorstoreConfig(Section):
         2, ge=0, description="Retries of a Chroma server call that failed to connect, 0.5, 1, 2 s... apart (http mode)."
     )
 
+    @field_validator("path", mode="before")
+    @classmethod
+    def _a_path_is_given(cls, value: Any) -> Any:
+        # An empty value would be Path("."): the index silently made in whatever folder `rag` runs from.
+        if isinstance(value, str) and not value.strip():
+            raise PydanticCustomError("empty_path", "empty: give the index folder's path")
+        return Path(value).expanduser() if isinstance(value, str) else value
+
 
 class StageConfig(BaseModel):
     """One post-fusion retrieval stage: the module's name and its options, checked by the module."""
