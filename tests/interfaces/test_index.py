@@ -92,6 +92,12 @@ def test_asked_with_another_backend_an_int8_index_answers_from_its_own_papers(in
     assert len(stored) == 2 and sorted(stored.values()) == [3, 3]  # one index: its chunks and its papers
 
 
+def test_without_any_variable_the_int8_index_is_read_as_it_is(int8_home):
+    asked = rag_as_typed("--config", "extractive", "ask", QUESTION, "--json", env=user_environment(int8_home))
+    assert asked.returncode == 0 and asked.stderr == ""  # the default setup is the index's: nothing to say
+    assert json.loads(asked.stdout)["cited"][:1] == ["glacier-1"]
+
+
 def add_old_seed_index(folder) -> None:
     """What versions before the setup was recorded did when asked with another backend: a second
     collection pair in the same folder, holding the seeds (one paper is enough to count)."""
