@@ -42,9 +42,19 @@ def reader_went_away() -> int:
     return 141  # 128 + SIGPIPE: what a shell reports for a tool that a closed pipe stopped
 
 
+INDEX_HELP = "the index folder to use (sets vectorstore.path, on disk; default: the per-user index)"
+
+
+def add_common_options(parser: argparse.ArgumentParser) -> None:
+    """--config and --index after the command too (`rag ask --index PATH ...`); absent, the top-level ones stand."""
+    parser.add_argument("--config", default=argparse.SUPPRESS, help="as the top-level --config")
+    parser.add_argument("--index", metavar="PATH", default=argparse.SUPPRESS, help=INDEX_HELP)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rag", description="Question answering over paper abstracts, with citations.")
     parser.add_argument("--config", help="config name in configs/ or a YAML path (default: $RAG_CONFIG or 'default')")
+    parser.add_argument("--index", metavar="PATH", help=INDEX_HELP)
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
     ingest = commands.add_parser("ingest", help="add paper files to the index (default: the bundled seeds)")
@@ -52,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--prune", action="store_true", help="remove papers that are not in these files")
     ingest.add_argument("--strict", action="store_true", help="stop at the first bad record instead of skipping it")
     ingest.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_common_options(ingest)
     ingest.set_defaults(run=run_ingest)
 
     ask = commands.add_parser("ask", help="answer a question with cited sources")
@@ -72,14 +83,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="take the question literally: no filters or list/count/compare read from its words",
     )
     add_filter_options(ask)
+    add_common_options(ask)
     ask.set_defaults(run=run_ask)
 
     stats = commands.add_parser("stats", help="what the index holds")
+    add_common_options(stats)
     stats.set_defaults(run=run_stats)
 
     evaluate = commands.add_parser("eval", help="measure retrieval (and answers) on a question set with gold papers")
     evaluate.add_argument("questions", help="JSON Lines: {question, gold: [paper_id, ...], split, kind}")
-    evaluate.add_argument("--config", default=argparse.SUPPRESS, help="as the top-level --config")
+    add_common_options(evaluate)
     evaluate.add_argument("-k", "--k", type=papers_k, default=5, help="papers retrieved per question (default 5)")
     evaluate.add_argument("--split", choices=("dev", "test", "all"), default="all", help="which questions")
     evaluate.add_argument("--mode", choices=("dense", "bm25", "hybrid"), help="override retrieval.mode")
@@ -89,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.set_defaults(run=run_eval)
 
     ui = commands.add_parser("ui", help="start the chat app in the browser (Gradio)")
-    ui.add_argument("--config", default=argparse.SUPPRESS, help="as the top-level --config")
+    add_common_options(ui)
     ui.add_argument("--host", help="address to bind (default: ui.host, 127.0.0.1: this machine only)")
     ui.add_argument("--port", type=int, help="port (default: ui.port, 7860)")
     ui.add_argument("--share", action="store_true", default=None, help="also open a public gradio.live link")
@@ -97,14 +110,14 @@ def build_parser() -> argparse.ArgumentParser:
     ui.set_defaults(run=run_ui)
 
     serve = commands.add_parser("serve", help="the chat page and an OpenAI-compatible API (/v1) on one port")
-    serve.add_argument("--config", default=argparse.SUPPRESS, help="as the top-level --config")
+    add_common_options(serve)
     serve.add_argument("--host", help="address to bind (default: ui.host, 127.0.0.1; any other needs an API key)")
     serve.add_argument("--port", type=int, help="port (default: ui.port, 7860)")
     serve.add_argument("--auth-env", help="environment variable holding 'user:password' for the chat page")
     serve.set_defaults(run=run_serve)
 
     mcp = commands.add_parser("mcp", help="an MCP server on stdio: tools search_papers and ask, paper:// resources")
-    mcp.add_argument("--config", default=argparse.SUPPRESS, help="as the top-level --config")
+    add_common_options(mcp)
     mcp.set_defaults(run=run_mcp)
 
     add_fetch_parser(commands)
@@ -117,7 +130,7 @@ def add_fetch_parser(commands) -> None:
     fetch = commands.add_parser("fetch", help="download a venue's abstracts from OpenReview (needs the internet)")
     sources = fetch.add_subparsers(required=True, metavar="SOURCE")
     options = argparse.ArgumentParser(add_help=False)
-    options.add_argument("--config", default=argparse.SUPPRESS, help="as the top-level --config")
+    add_common_options(options)
     options.add_argument("--out", help="JSON Lines file to write (default: fetch.folder/VENUE.jsonl)")
     options.add_argument("--ingest", action="store_true", help="then ingest the file into the index")
     options.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -162,10 +175,16 @@ def filters_from(args: argparse.Namespace):
 
 
 def service_from(args: argparse.Namespace, **overrides: dict):
-    """The service for --config (else $RAG_CONFIG, else default), some sections' keys overridden."""
+    """The service for --config (else $RAG_CONFIG, else default) and --index, some sections' keys overridden."""
     from rag.core.config import with_overrides
     from rag.service import RagService
 
+    if args.index is not None:
+        if not args.index.strip():
+            from rag.core.errors import InputError
+
+            raise InputError("--index: empty; give the index folder's path")
+        overrides["vectorstore"] = {"mode": "persistent", "path": args.index}
     return RagService(with_overrides(args.config, **overrides))
 
 
@@ -393,7 +412,9 @@ def open_page_warning(api_key: str | None, auth: tuple[str, str] | None) -> str 
 def run_mcp(args: argparse.Namespace) -> int:
     from rag.mcp_server import build_mcp_server
 
-    build_mcp_server(service_from(args)).run("stdio")
+    service = service_from(args)
+    service.choice  # noqa: B018 - an unusable index stops the server here, in one line, not at every tool call
+    build_mcp_server(service).run("stdio")
     return 0
 
 

@@ -30,7 +30,8 @@ from rag.core.text import not_text
 from rag.core.types import Answer, Source
 from rag.index.access import IndexAccess
 from rag.index.lexical import Revision
-from rag.index.store import PaperIndex, collection_name, open_client
+from rag.index.setup import Choice, IndexSetup, check_index_folder, choose_index, stored_indexes
+from rag.index.store import PaperIndex, open_client
 from rag.ingest.papers import load_papers
 from rag.ingest.pipeline import IngestReport, ingest_papers
 from rag.retrieval.refusal import refusal_reason
@@ -62,6 +63,7 @@ class RagService:
         reopenable = client is None and self.config.vectorstore.mode == "persistent"
         self.access = IndexAccess(reopenable, lambda: self.index.revision(), self._reopen)
         self._has_papers = False  # seen a non-empty index (see ensure_index)
+        self._embeddings_given = embeddings is not None  # the caller's: they must suit the index's setup
         if embeddings is not None:
             self.embeddings = embeddings
         if client is not None:
@@ -82,12 +84,42 @@ class RagService:
         return open_client(self.config.vectorstore)
 
     @cached_property
-    def index(self) -> PaperIndex:
+    def choice(self) -> Choice:
+        """Which index of the store this service opens, and with which setup (rag/index/setup.py).
+
+        When the store's index was built with another setup than the config's, the service takes that
+        setup from here on (its embeddings and chunking), and says so in one line. Reads only: an on-disk
+        folder that holds no index yet is not created here.
+        """
         store = self.config.vectorstore
-        where = f"at {store.path}" if store.mode == "persistent" else f"on {store.host}:{store.port}"
+        opened = "client" in self.__dict__  # passed in, or opened already
+        if store.mode == "persistent" and not opened and not check_index_folder(store.path):
+            return Choice(self.config, exists=False)
+        choice = choose_index(stored_indexes(self.client, self.config), self.config, self.where)
+        if choice.note:
+            self.config = choice.config
+            built_for_the_config = ["sentence_embeddings", "chunker"] + ([] if self._embeddings_given else ["embeddings"])
+            for part in built_for_the_config:
+                self.__dict__.pop(part, None)  # built again, for the index's setup, when next used
+            log.warning(choice.note)
+        return choice
+
+    @property
+    def index_exists(self) -> bool:
+        """Whether the store holds this service's index: found when opened, or written since."""
+        return self.choice.exists or "index" in self.__dict__
+
+    @property
+    def where(self) -> str:
+        store = self.config.vectorstore
+        return f"at {store.path}" if store.mode == "persistent" else f"on {store.host}:{store.port}"
+
+    @cached_property
+    def index(self) -> PaperIndex:
+        setup = IndexSetup.of(self.choice.config)
         # Chroma's file, whose stat tells of writes (PaperIndex.revision); unknown for a client passed in.
-        database = store.path / "chroma.sqlite3" if self.access.enabled else None
-        index = PaperIndex(self.client, collection_name(self.config), self.embeddings, where, database)
+        database = self.config.vectorstore.path / "chroma.sqlite3" if self.access.enabled else None
+        index = PaperIndex(self.client, setup.collection_name(), self.embeddings, self.where, database, setup)
         if self.access.enabled:
             self.access.opened(index.revision())
         return index
@@ -97,7 +129,7 @@ class RagService:
         """The BM25 index, beside the vector index (persistent) or in a local cache (Chroma server)."""
         from rag.index.lexical import LexicalStore
 
-        store, name = self.config.vectorstore, collection_name(self.config)
+        store, name = self.config.vectorstore, self.index.name
         if store.mode == "persistent":
             return LexicalStore(self.index, store.path / f"{name}-bm25")
         server = re.sub(r"[^A-Za-z0-9.-]+", "_", f"{store.host}-{store.port}-{store.tenant}-{store.database}")
@@ -175,24 +207,34 @@ class RagService:
             )
 
     def ensure_index(self) -> None:
-        """A fresh checkout answers at once: an empty index gets the bundled seeds first."""
+        """A fresh checkout answers at once: a store holding no index gets the bundled seeds first.
+
+        Never a store that holds another index (`choice` opens that one instead), nor an index whose
+        first ingest was stopped before any paper was complete (it has chunks).
+        """
         if self._has_papers:
             return
         with self.access.lock.shared():
-            empty = self.index.paper_count() == 0
+            empty = not self.index_exists or (self.index.paper_count() == 0 and self.index.chunk_count() == 0)
         if empty:
             self.ingest(progress=True)
         self._has_papers = True  # an index is not emptied under a running service: check once
 
     def stats(self) -> dict:
-        with self.reading():
-            papers, chunks = self.index.paper_count(), self.index.chunk_count()
+        """What the index holds and how it was built; reads only (a store with no index stays without one)."""
+        setup, exists = IndexSetup.of(self.choice.config), self.index_exists
+        if exists:
+            with self.reading():
+                papers, chunks = self.index.paper_count(), self.index.chunk_count()
+        else:
+            papers = chunks = 0
         return {
             "papers": papers,
             "chunks": chunks,
-            "collection": self.index.name,
-            "index": self.index.where,
-            "embedding": self.config.embedding.model,
+            "collection": setup.collection_name() + ("" if exists else " (none yet: rag ingest makes it)"),
+            "index": self.where,
+            "embedding": f"{setup.model_label} ({setup.backend})",
+            "built with": setup.label(),
             "provider": self.config.llm.provider,
             "config": self.config.name,
         }

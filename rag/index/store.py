@@ -9,10 +9,7 @@ paper, and the next run redoes it with the same content-derived chunk ids.
 from __future__ import annotations
 
 import functools
-import hashlib
 import inspect
-import json
-import re
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -25,10 +22,9 @@ from langchain_core.embeddings import Embeddings
 
 from rag.core.config import Settings, VectorstoreConfig
 from rag.core.errors import StoreError, first_line
-from rag.index.embeddings import model_label
+from rag.index.setup import IndexSetup, check_index_folder
 from rag.ingest.papers import PaperRecord
 
-INDEX_VERSION = 1  # bump when the stored layout changes, so old indexes are never misread
 DELETE_BATCH = 500
 # A file written this recently may be written again within the same tick of the file system's clock
 # (4 ms here; whole seconds on some), leaving its stat unchanged: its stat proves nothing yet.
@@ -36,16 +32,8 @@ SETTLED_SECONDS = 2.0
 
 
 def collection_name(config: Settings) -> str:
-    """Derived from the embedding model and chunking settings: an index is only read by its own model."""
-    settings = {
-        "model": model_label(config.embedding),
-        "int8": config.embedding.backend == "onnx-int8",
-        "chunking": config.chunking.model_dump(),
-        "version": INDEX_VERSION,
-    }
-    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
-    slug = re.sub(r"[^a-z0-9]+", "-", model_label(config.embedding).lower()).strip("-")[:40] or "model"
-    return f"{slug}-{digest}"
+    """The collections of the config's embedding setup: an index is only read by its own model."""
+    return IndexSetup.of(config).collection_name()
 
 
 def open_client(config: VectorstoreConfig):
@@ -55,6 +43,7 @@ def open_client(config: VectorstoreConfig):
 
     settings = ChromaSettings(anonymized_telemetry=False)
     if config.mode == "persistent":
+        check_index_folder(config.path)
         try:
             config.path.mkdir(parents=True, exist_ok=True)
             return chromadb.PersistentClient(path=str(config.path), settings=settings)
@@ -139,9 +128,19 @@ class ServerCalls:
 class PaperIndex:
     """Chunks and papers of one collection pair, and the operations ingest and retrieval need."""
 
-    def __init__(self, client, name: str, embeddings: Embeddings, where: str, database: Path | None = None):
-        """`database`: the SQLite file of an on-disk client, if known (see `revision`)."""
+    def __init__(
+        self,
+        client,
+        name: str,
+        embeddings: Embeddings,
+        where: str,
+        database: Path | None = None,
+        setup: IndexSetup | None = None,
+    ):
+        """`database`: the SQLite file of an on-disk client, if known (see `revision`); `setup`: what the
+        vectors are made with, recorded in the index (rag/index/setup.py)."""
         self.name = name
+        self.recorded = setup.metadata() if setup else {}
         self.where = where
         self.embeddings = embeddings
         self.client = client
@@ -154,7 +153,10 @@ class PaperIndex:
             self.chunks = client.get_or_create_collection(
                 name, embedding_function=None, metadata={"hnsw:space": "cosine"}, configuration=None
             )
-            self.papers = client.get_or_create_collection(f"{name}-papers", embedding_function=None)
+            # The setup is recorded when the collection is made (Chroma ignores it for one that exists).
+            self.papers = client.get_or_create_collection(
+                f"{name}-papers", embedding_function=None, metadata=self.recorded or None
+            )
         except StoreError:
             raise  # already names the server
         except Exception as err:
@@ -348,8 +350,9 @@ class PaperIndex:
 
     def _new_revision(self) -> None:
         # Stamped after every write to the papers collection: derived indexes (BM25) compare it with
-        # the revision they were built from, even when the writer was another process.
-        self.papers.modify(metadata={"revision": uuid.uuid4().hex})
+        # the revision they were built from, even when the writer was another process. The setup goes
+        # with it, so an index records how it was built from its first write on (rag/index/setup.py).
+        self.papers.modify(metadata={**self.recorded, "revision": uuid.uuid4().hex})
 
 
 def _batched(items: list, size: int) -> Iterable[list]:

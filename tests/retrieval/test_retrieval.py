@@ -150,7 +150,7 @@ def test_mmr_skips_a_near_duplicate_for_a_different_paper():
 
 def test_mmr_in_the_service_keeps_the_top_paper_and_returns_k_distinct_papers(listed):
     plain = in_mode(listed, "hybrid").retrieve("privacy attacks on models", k=4)
-    mmr_stage = {"name": "mmr", "weight": 0.3}
+    mmr_stage = {"name": "mmr", "weight": 0.2}
     diverse = in_mode(listed, "hybrid", stages=[mmr_stage]).retrieve("privacy attacks on models", k=4)
     assert diverse[0].paper_id == plain[0].paper_id
     assert len({source.paper_id for source in diverse}) == 4

@@ -1,0 +1,240 @@
+"""Which embedding setup an index was built with, and which stored index a config opens.
+
+Vectors are comparable only when made by the same model (fp32 or int8) from the same chunks, so each
+setup's chunks live in collections of their own (`IndexSetup.collection_name`). The setup is also
+recorded in the papers collection's metadata at every write (`IndexSetup.metadata`): inside Chroma, so
+an on-disk folder and a Chroma server database carry it alike, it is copied with the folder or backed up
+with the server, and no side file can drift out of step with the collection it describes.
+
+Opening a store then reads the index it holds with the setup that built it, whatever the config says
+(`choose_index`): a user who ingested with `onnx-int8` and asks without saying so is answered from
+that index, and the bundled seeds never go into a store that already holds an index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from rag.core.config import BUNDLED_EMBEDDING, ChunkingConfig, EmbeddingConfig, Settings
+from rag.core.errors import ConfigError, StoreError
+
+INDEX_VERSION = 1  # bump when the stored layout changes, so old indexes are never misread
+RECORD_PREFIX = "setup_"  # the papers collection's metadata keys that hold the setup
+PAPERS_SUFFIX = "-papers"
+BACKENDS = ("onnx", "onnx-int8")  # one of each vector kind: torch makes onnx's vectors
+
+
+@dataclass(frozen=True)
+class IndexSetup:
+    """What an index's vectors and chunks depend on."""
+
+    model: str
+    backend: str
+    chunk_tokens: int
+    overlap_tokens: int
+    version: int = INDEX_VERSION
+
+    @classmethod
+    def of(cls, config: Settings) -> IndexSetup:
+        embedding, chunking = config.embedding, config.chunking
+        return cls(embedding.model, embedding.backend, chunking.chunk_tokens, chunking.overlap_tokens)
+
+    @classmethod
+    def recorded(cls, metadata: dict[str, Any]) -> IndexSetup | None:
+        """The setup recorded in a papers collection's metadata; None when it holds none."""
+        try:
+            return cls(**{field.name: metadata[RECORD_PREFIX + field.name] for field in fields(cls)})
+        except (KeyError, TypeError):
+            return None
+
+    def metadata(self) -> dict[str, str | int]:
+        return {RECORD_PREFIX + key: value for key, value in asdict(self).items()}
+
+    @property
+    def model_label(self) -> str:
+        """A short name for the model: the bundled model's name, or a local model folder's."""
+        return self.model if self.model == BUNDLED_EMBEDDING else Path(self.model).name
+
+    def collection_name(self) -> str:
+        """Derived from what the vectors depend on: torch and onnx share a collection (same vectors)."""
+        settings = {
+            "model": self.model_label,
+            "int8": self.backend == "onnx-int8",
+            "chunking": {"chunk_tokens": self.chunk_tokens, "overlap_tokens": self.overlap_tokens},
+            "version": self.version,
+        }
+        digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
+        slug = re.sub(r"[^a-z0-9]+", "-", self.model_label.lower()).strip("-")[:40] or "model"
+        return f"{slug}-{digest}"
+
+    def same_vectors(self, other: IndexSetup) -> bool:
+        """Whether an index built with `other` is read right with this setup (torch and onnx make the same vectors)."""
+        vectors = (self.model, self.backend == "onnx-int8", self.chunk_tokens, self.overlap_tokens, self.version)
+        theirs = (other.model, other.backend == "onnx-int8", other.chunk_tokens, other.overlap_tokens, other.version)
+        return vectors == theirs
+
+    def label(self) -> str:
+        return f"{self.model_label} ({self.backend}; chunks of {self.chunk_tokens} tokens, {self.overlap_tokens} shared)"
+
+    def applied_to(self, config: Settings) -> Settings:
+        """`config` with this setup's model, backend and chunking."""
+        embedding = config.embedding.model_copy(update={"model": self.model, "backend": self.backend})
+        chunking = config.chunking.model_copy(
+            update={"chunk_tokens": self.chunk_tokens, "overlap_tokens": self.overlap_tokens}
+        )
+        return config.model_copy(update={"embedding": embedding, "chunking": chunking})
+
+    def choosing_variables(self) -> str:
+        """The environment variables that select this setup: its backend always, the rest where not the default."""
+        embedding, chunking = EmbeddingConfig(), ChunkingConfig()
+        variables = {
+            "RAG_EMBEDDING__MODEL": (self.model, embedding.model),
+            "RAG_CHUNKING__CHUNK_TOKENS": (self.chunk_tokens, chunking.chunk_tokens),
+            "RAG_CHUNKING__OVERLAP_TOKENS": (self.overlap_tokens, chunking.overlap_tokens),
+        }
+        chosen = [f"{name}={value}" for name, (value, default) in variables.items() if value != default]
+        return " ".join([f"RAG_EMBEDDING__BACKEND={self.backend}", *chosen])
+
+    def unusable_because(self) -> str | None:
+        """Why this setup can't be loaded on this machine (another version's index, a model not here); None if it can."""
+        if self.version != INDEX_VERSION:
+            return f"it is index version {self.version} and this abstract-rag reads version {INDEX_VERSION}"
+        from rag.index.embeddings import model_directory
+
+        try:
+            model_directory(EmbeddingConfig(model=self.model))
+        except ConfigError as err:
+            return str(err)
+        return None
+
+
+@dataclass(frozen=True)
+class StoredIndex:
+    """One collection pair of ours found in a store, and what it holds."""
+
+    name: str
+    setup: IndexSetup | None  # None: written before setups were recorded, by a setup we can't tell
+    papers: int
+    chunks: int
+
+    def described(self) -> str:
+        built = self.setup.label() if self.setup else f"an unrecorded setup (collection {self.name})"
+        return f"{built}, {self.papers:,} papers"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The config to read and write a store with, whether its index exists yet, and what to tell the user."""
+
+    config: Settings
+    exists: bool
+    note: str | None = None
+
+
+def stored_indexes(client, config: Settings) -> list[StoredIndex]:
+    """The indexes of ours in a store that hold anything, each with its setup.
+
+    An index written before setups were recorded has none in its metadata; its setup is found when its
+    name is that of the config's model and chunking with one of the backends (the usual case: ingested
+    with onnx-int8, asked with the default).
+    """
+    names = {getattr(collection, "name", collection) for collection in client.list_collections()}
+    found = []
+    for papers_name in sorted(name for name in names if name.endswith(PAPERS_SUFFIX)):
+        name = papers_name.removesuffix(PAPERS_SUFFIX)
+        if name not in names:
+            continue  # not a pair of ours
+        papers = client.get_collection(papers_name, embedding_function=None)
+        chunks = client.get_collection(name, embedding_function=None)
+        setup = IndexSetup.recorded(papers.metadata or {}) or _unrecorded_setup(name, config)
+        stored = StoredIndex(name, setup, papers.count(), chunks.count())
+        if stored.papers or stored.chunks:  # an empty pair (opened, never written) is no index
+            found.append(stored)
+    return found
+
+
+def _unrecorded_setup(name: str, config: Settings) -> IndexSetup | None:
+    configured = IndexSetup.of(config)
+    candidates = [configured] + [IndexSetup(**{**asdict(configured), "backend": backend}) for backend in BACKENDS]
+    return next((setup for setup in candidates if setup.collection_name() == name), None)
+
+
+def choose_index(stored: list[StoredIndex], config: Settings, where: str) -> Choice:
+    """Which of a store's indexes `config` opens, and with which setup.
+
+    None: the config's own, new. One: that one, with the setup that built it (a line says so when it is
+    not the config's). Several (made by versions that kept a new collection per setup): the one the
+    config names explicitly (a config file's or RAG_* variable's embedding or chunking), else an error
+    naming them and how to choose.
+    """
+    configured = IndexSetup.of(config)
+    if not stored:
+        return Choice(config, exists=False)
+    own = next((index for index in stored if index.setup and index.setup.same_vectors(configured)), None)
+    if len(stored) > 1:
+        if own is not None and _sets_the_setup(config):
+            return Choice(config, exists=True)
+        listed = "; ".join(index.described() for index in stored)
+        choices = " or ".join(index.setup.choosing_variables() for index in stored if index.setup)
+        raise StoreError(
+            f"the index {where} holds {len(stored)} indexes built with different setups: {listed}; "
+            f"choose one by setting {choices or 'the setup it was built with'}, "
+            "or keep each in a folder of its own (--index PATH)"
+        )
+    (index,) = stored
+    if own is not None:
+        return Choice(config, exists=True)
+    if index.setup is None:
+        raise StoreError(
+            f"the index {where} ({index.described()}) was built with another setup than {configured.label()}; "
+            "set the embedding model, backend and chunking it was built with, or use another folder (--index PATH)"
+        )
+    if problem := index.setup.unusable_because():
+        raise StoreError(
+            f"the index {where} was built with {index.setup.label()}, which can't be read here ({problem}); "
+            f"use another folder for {configured.label()} (--index PATH)"
+        )
+    note = f"the index {where} was built with {index.setup.label()}; using that, not {configured.label()}"
+    return Choice(index.setup.applied_to(config), exists=True, note=note)
+
+
+def _sets_the_setup(config: Settings) -> bool:
+    """Whether a config file or RAG_* variable set the embedding model, backend or chunking."""
+    return bool(config.embedding.model_fields_set & {"model", "backend"} or config.chunking.model_fields_set)
+
+
+def check_index_folder(path: Path) -> bool:
+    """Whether `path` holds an on-disk index; False for a folder that can become one (new or empty).
+
+    Anything else (a file, a folder of other things such as / or /proc/self, one that can't be read) is
+    a StoreError: an index is never mixed into a folder that holds other files.
+    """
+    try:
+        if not path.exists():
+            _check_can_be_made(path)
+            return False
+        if not path.is_dir():
+            raise StoreError(f"the index path {path} is not a folder; give a new or empty folder (--index PATH)")
+        if (path / "chroma.sqlite3").is_file():
+            return True
+        if any(path.iterdir()):
+            raise StoreError(
+                f"the index path {path} holds other files and no index; give a new or empty folder (--index PATH)"
+            )
+    except OSError as err:
+        raise StoreError(f"cannot use {path} for the index: {err.strerror or err}") from None
+    return False
+
+
+def _check_can_be_made(path: Path) -> None:
+    """A new index folder can be made under the nearest folder above it that exists."""
+    import os
+
+    above = next(parent for parent in path.absolute().parents if parent.exists())
+    if not above.is_dir() or not os.access(above, os.W_OK | os.X_OK):
+        raise StoreError(f"cannot make the index folder {path}: {above} is not a folder this user can write to")

@@ -1,0 +1,80 @@
+"""The BM25 cache built by several processes at once: replicas opening one fresh index together."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+from conftest import settings_for
+
+from rag.service import RagService
+
+pytestmark = pytest.mark.slow
+
+PROCESSES = 6
+ROUNDS = 3
+QUESTION = "reaction templates for synthesizable molecules"
+
+# Each process opens its own service on the index, says it is ready, waits for the start line, then
+# asks for the BM25 index (which builds it: none is on disk) and prints what it finds. BM25 needs no
+# embedding model, so a stand-in that is never called keeps six processes light on two cores.
+WORKER = """
+import json, sys, time
+from pathlib import Path
+from langchain_core.embeddings import FakeEmbeddings
+from rag.core.config import with_overrides
+from rag.service import RagService
+
+index, start = sys.argv[1], Path(sys.argv[2])
+service = RagService(with_overrides("extractive", vectorstore={"path": index}), embeddings=FakeEmbeddings(size=384))
+service.index
+print("ready", flush=True)
+while not start.exists():
+    time.sleep(0.001)
+print(json.dumps(service.lexical.current().search(sys.argv[3], 5)))
+"""
+
+
+@pytest.fixture(scope="module")
+def seed_index(tmp_path_factory, embeddings):
+    folder = tmp_path_factory.mktemp("lexical") / "index"
+    RagService(settings_for(folder), embeddings=embeddings).ingest()
+    return folder
+
+
+def build_at_once(index, start) -> list[subprocess.CompletedProcess]:
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(index), str(start), QUESTION],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(PROCESSES)
+    ]
+    for worker in workers:
+        assert worker.stdout.readline().strip() == "ready", worker.stderr.read()
+    start.touch()
+    for worker in workers:
+        worker.wait(timeout=120)
+    return [
+        subprocess.CompletedProcess(worker.args, worker.returncode, worker.stdout.read(), worker.stderr.read())
+        for worker in workers
+    ]
+
+
+def test_processes_building_one_fresh_bm25_index_at_once_all_succeed_and_agree(seed_index, tmp_path, embeddings):
+    for round_number in range(ROUNDS):
+        for cache in seed_index.glob("*-bm25"):
+            shutil.rmtree(cache)  # a fresh index: no BM25 cache yet
+        finished = build_at_once(seed_index, tmp_path / f"start-{round_number}")
+        assert all(done.returncode == 0 for done in finished), [done.stderr[-500:] for done in finished]
+        results = {done.stdout for done in finished}
+        assert len(results) == 1, results
+        assert json.loads(results.pop())[0][0].startswith("seed-")  # found the RxnFlow abstract
+        reader = RagService(settings_for(seed_index), embeddings=embeddings)
+        assert json.dumps(reader.lexical.current().search(QUESTION, 5)) == finished[0].stdout.strip()
+        assert reader.lexical.rebuilds == 0  # loaded the build they left, not built again
