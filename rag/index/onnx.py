@@ -136,8 +136,10 @@ def quantize_onnx(source: Path, path: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     root = logging.getLogger()
-    level = root.level
-    # It logs a suggestion to pre-process the model, which is meant for static (calibrated) quantisation.
+    level, handlers = root.level, list(root.handlers)
+    # It logs a suggestion to pre-process the model, which is meant for static (calibrated) quantisation,
+    # through `logging.info`, which also gives the root logger a stderr handler: left there, it would print
+    # other libraries' debug lines ("DEBUG:bm25s:...") under a new user's first answer.
     root.setLevel(logging.ERROR)
     try:
         quantize_dynamic(
@@ -150,6 +152,7 @@ def quantize_onnx(source: Path, path: Path) -> None:
         )
     finally:
         root.setLevel(level)
+        root.handlers[:] = handlers
 
 
 class OnnxEmbeddings(Embeddings):

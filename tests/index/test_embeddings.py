@@ -50,6 +50,25 @@ def cosines(a: list[list[float]], b: list[list[float]]) -> np.ndarray:
     return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
 
 
+def test_quantising_leaves_no_log_handler_behind(onnx_fp32, onnx_cache, tmp_path):
+    """A new user's first answer builds the int8 export: no library's debug lines may follow it to stderr
+    (ONNX Runtime's quantiser gave the root logger a handler, and bm25s's debug lines then printed).
+    In a fresh process: pytest's own log handlers would hide it here."""
+    import subprocess
+    import sys
+
+    script = (
+        "import logging, sys; from pathlib import Path; from rag.index.onnx import quantize_onnx; "
+        "quantize_onnx(Path(sys.argv[1]), Path(sys.argv[2])); "
+        "library = logging.getLogger('some.library'); library.setLevel(logging.DEBUG); library.debug('chatter')"
+    )
+    source, target = next(onnx_cache.rglob("model.onnx")), tmp_path / "int8.onnx"
+    run = subprocess.run([sys.executable, "-c", script, str(source), str(target)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert target.stat().st_size > 0
+    assert "chatter" not in run.stderr
+
+
 def test_fp32_onnx_gives_the_torch_vectors(torch_model, onnx_fp32, texts):
     reference = torch_model.embed_documents(texts)
     assert cosines(onnx_fp32.embed_documents(texts), reference).min() > 0.9999
