@@ -96,11 +96,12 @@ class RagService:
         if store.mode == "persistent" and not opened and not check_index_folder(store.path):
             return Choice(self.config, exists=False)
         choice = choose_index(stored_indexes(self.client, self.config), self.config, self.where)
-        if choice.note:
+        if choice.config is not self.config:
             self.config = choice.config
             built_for_the_config = ["sentence_embeddings", "chunker"] + ([] if self._embeddings_given else ["embeddings"])
             for part in built_for_the_config:
                 self.__dict__.pop(part, None)  # built again, for the index's setup, when next used
+        if choice.note:
             log.warning(choice.note)
         return choice
 

@@ -167,8 +167,8 @@ def _unrecorded_setup(name: str, config: Settings) -> IndexSetup | None:
 def choose_index(stored: list[StoredIndex], config: Settings, where: str) -> Choice:
     """Which of a store's indexes `config` opens, and with which setup.
 
-    None: the config's own, new. One: that one, with the setup that built it (a line says so when it is
-    not the config's). Several (made by versions that kept a new collection per setup): the one the
+    None: the config's own, new. One: that one, with the setup that built it (a line says so when the
+    config asked for another). Several (made by versions that kept a new collection per setup): the one the
     config names explicitly (a config file's or RAG_* variable's embedding or chunking), else an error
     naming them and how to choose.
     """
@@ -199,8 +199,10 @@ def choose_index(stored: list[StoredIndex], config: Settings, where: str) -> Cho
             f"the index {where} was built with {index.setup.label()}, which can't be read here ({problem}); "
             f"use another folder for {configured.label()} (--index PATH)"
         )
+    # Said only when a config file or variable asked for another setup: an index built with an earlier
+    # default (onnx) is simply read with it, without a line on every command.
     note = f"the index {where} was built with {index.setup.label()}; using that, not {configured.label()}"
-    return Choice(index.setup.applied_to(config), exists=True, note=note)
+    return Choice(index.setup.applied_to(config), exists=True, note=note if _sets_the_setup(config) else None)
 
 
 def _sets_the_setup(config: Settings) -> bool:

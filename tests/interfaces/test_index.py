@@ -98,6 +98,21 @@ def test_without_any_variable_the_int8_index_is_read_as_it_is(int8_home):
     assert json.loads(asked.stdout)["cited"][:1] == ["glacier-1"]
 
 
+def test_an_index_built_with_the_earlier_default_is_read_with_it_without_a_word(tmp_path):
+    """A user who ingested when `onnx` was the default: asked with today's default, their own papers answer,
+    and no line about the setup comes with every command (they asked for none)."""
+    env = user_environment(tmp_path)
+    papers = write_jsonl(tmp_path / "papers.jsonl", PAPERS)
+    fp32 = {**env, "RAG_EMBEDDING__BACKEND": "onnx"}
+    ingested = rag_as_typed("--config", "extractive", "ingest", "--quiet", str(papers), env=fp32)
+    assert ingested.returncode == 0, ingested.stderr
+    asked = rag_as_typed("--config", "extractive", "ask", QUESTION, "--json", env=env)
+    assert asked.returncode == 0 and asked.stderr == ""
+    assert json.loads(asked.stdout)["cited"][:1] == ["glacier-1"]
+    stats = rag_as_typed("--config", "extractive", "stats", env=env)
+    assert "embedding: all-MiniLM-L6-v2 (onnx)\n" in stats.stdout and "papers: 3\n" in stats.stdout
+
+
 def add_old_seed_index(folder) -> None:
     """What versions before the setup was recorded did when asked with another backend: a second
     collection pair in the same folder, holding the seeds (one paper is enough to count)."""
