@@ -23,7 +23,7 @@ from langchain_core.embeddings import Embeddings
 from rag.core.config import Settings, VectorstoreConfig
 from rag.core.errors import StoreError, first_line
 from rag.index.setup import IndexSetup, check_index_folder
-from rag.ingest.papers import PaperRecord
+from rag.core.papers import PaperRecord
 
 DELETE_BATCH = 500
 # A file written this recently may be written again within the same tick of the file system's clock

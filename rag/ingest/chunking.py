@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from langchain_core.documents import Document
 
 from rag.core.config import ChunkingConfig
-from rag.ingest.papers import PaperRecord
+from rag.core.papers import PaperRecord
 
 if TYPE_CHECKING:
     from langchain_text_splitters import RecursiveCharacterTextSplitter
