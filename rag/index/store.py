@@ -358,3 +358,8 @@ class PaperIndex:
 def _batched(items: list, size: int) -> Iterable[list]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def passage(chunk: Document) -> str:
+    """The abstract text of a stored chunk, without the title it was embedded with."""
+    return chunk.page_content[chunk.metadata.get("prefix_chars", 0) :]
