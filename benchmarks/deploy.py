@@ -41,7 +41,8 @@ from deployment import (  # noqa: E402
 from loadgen import expectations, seed_questions, summary  # noqa: E402
 
 from rag.core.config import BUNDLED_SEEDS, with_overrides  # noqa: E402
-from rag.ingest.papers import content_hash, load_papers  # noqa: E402
+from rag.core.papers import content_hash  # noqa: E402
+from rag.ingest.papers import load_papers  # noqa: E402
 from rag.service import RagService  # noqa: E402
 
 FULL_LIST = ROOT.parent / "shared" / "corpus" / "iclr2025.jsonl.gz"

@@ -19,13 +19,15 @@ from several threads at once.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from rag.core import plugins as _plugins
+
 if TYPE_CHECKING:
-    from rag.core.config import Settings
+    from pydantic import BaseModel
+
+    from rag.core.config import Settings, StageConfig
     from rag.core.filters import Filters, FilterSpec
     from rag.core.types import Answer, Source
     from rag.langchain import AnswerChain, PaperRetriever
@@ -34,9 +36,16 @@ if TYPE_CHECKING:
 # No public name here may equal a submodule's: importing `rag.service` binds `rag.service` to the module.
 __all__ = ["answer", "answer_chain", "as_retriever", "get_service", "retrieve", "stream_answer"]
 
-_SERVICES_KEPT = 4
-_services: OrderedDict[str, RagService] = OrderedDict()
-_services_lock = threading.Lock()
+
+def _stage_options(config: StageConfig) -> BaseModel:
+    # Imported on first use, so `import rag` stays light.
+    from rag.retrieval.stages import options_of
+
+    return options_of(config)
+
+
+# Configs check their retrieval stages through core's hook: core sits below retrieval and can't import it.
+_plugins.stage_options = _stage_options
 
 
 def get_service(config: str | Settings | None = None) -> RagService:
@@ -44,19 +53,9 @@ def get_service(config: str | Settings | None = None) -> RagService:
 
     The same settings get the same service; the few most recently used are kept.
     """
-    from rag.core.config import load_config
+    from rag.service import get_service as shared  # on first call: it imports the pipeline's libraries
 
-    settings = load_config(config)
-    key = settings.model_dump_json()
-    with _services_lock:  # one service per settings, even when threads ask for it at once
-        if key not in _services:
-            from rag.service import RagService
-
-            _services[key] = RagService(settings)
-            if len(_services) > _SERVICES_KEPT:
-                _services.popitem(last=False)
-        _services.move_to_end(key)
-        return _services[key]
+    return shared(config)
 
 
 def answer(

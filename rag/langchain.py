@@ -19,7 +19,7 @@ from rag.core.config import Settings
 from rag.core.errors import InputError
 from rag.core.filters import Filters, FilterSpec, as_filters
 from rag.core.types import Answer, Source
-from rag.service import RagService
+from rag.service import RagService, get_service
 
 
 class PaperRetriever(BaseRetriever):
@@ -38,8 +38,6 @@ class PaperRetriever(BaseRetriever):
     service: RagService | None = Field(None, description="Use this service instead of the shared one for `config`.")
 
     def _service(self) -> RagService:
-        from rag import get_service
-
         return self.service or get_service(self.config)
 
     def _get_relevant_documents(
@@ -89,8 +87,6 @@ class AnswerChain(Runnable[Any, Answer]):
         return Answer
 
     def _stream_answer(self, value: Any) -> Iterator[str | Answer]:
-        from rag import get_service
-
         service = self.service or get_service(self.config)
         if isinstance(value, str):
             return service.stream_answer(value)

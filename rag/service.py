@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 import re
 import sys
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -29,9 +31,11 @@ from rag.core.filters import PICKERS, Filters
 from rag.core.text import not_text
 from rag.core.types import Answer, Source
 from rag.index.access import IndexAccess
-from rag.index.lexical import Revision
+from rag.index.embeddings import CachedEmbeddings, load_tokenizer, make_embeddings
+from rag.index.lexical import LexicalStore, Revision
 from rag.index.setup import Choice, IndexSetup, check_index_folder, choose_index, stored_indexes
 from rag.index.store import PaperIndex, open_client
+from rag.ingest.chunking import Chunker
 from rag.ingest.papers import load_papers
 from rag.ingest.pipeline import IngestReport, ingest_papers
 from rag.retrieval.refusal import refusal_reason
@@ -75,7 +79,6 @@ class RagService:
 
     @cached_property
     def embeddings(self) -> Embeddings:
-        from rag.index.embeddings import make_embeddings
 
         return make_embeddings(self.config.embedding)
 
@@ -128,8 +131,6 @@ class RagService:
     @cached_property
     def lexical(self):
         """The BM25 index, beside the vector index (persistent) or in a local cache (Chroma server)."""
-        from rag.index.lexical import LexicalStore
-
         store, name = self.config.vectorstore, self.index.name
         if store.mode == "persistent":
             return LexicalStore(self.index, store.path / f"{name}-bm25")
@@ -142,16 +143,11 @@ class RagService:
 
     @cached_property
     def chunker(self):
-        from rag.index.embeddings import load_tokenizer
-        from rag.ingest.chunking import Chunker
-
         return Chunker(load_tokenizer(self.config.embedding), self.config.chunking)
 
     @cached_property
     def sentence_embeddings(self) -> Embeddings:
         """The embeddings, remembering sentences: an answer and its citation check embed the same ones."""
-        from rag.index.embeddings import CachedEmbeddings
-
         return CachedEmbeddings(self.embeddings)
 
     @cached_property
@@ -404,3 +400,25 @@ class RagService:
         standalone = standalone_question(question, history, lambda: self.provider)
         rewritten = self.clean_question(standalone.question, "the follow-up rewritten with the conversation")
         return replace(standalone, question=rewritten)
+
+
+_SERVICES_KEPT = 4
+_services: OrderedDict[str, RagService] = OrderedDict()
+_services_lock = threading.Lock()
+
+
+def get_service(config: str | Settings | None = None) -> RagService:
+    """The shared service for a config name, path or Settings (None: $RAG_CONFIG, else default).
+
+    The same settings get the same service; the few most recently used are kept. `rag.get_service`,
+    LangChain's classes and the /v1 API's other configs use it.
+    """
+    settings = load_config(config)
+    key = settings.model_dump_json()
+    with _services_lock:  # one service per settings, even when threads ask for it at once
+        if key not in _services:
+            _services[key] = RagService(settings)
+            if len(_services) > _SERVICES_KEPT:
+                _services.popitem(last=False)
+        _services.move_to_end(key)
+        return _services[key]

@@ -176,7 +176,8 @@ def test_the_bundled_model_serves_users_at_once_one_answer_at_a_time(seed_index,
 
 def new_papers(sample: Path, count: int) -> list[dict]:
     """The first `count` records of the full-list sample that are not one of the seed abstracts."""
-    from rag.ingest.papers import content_hash, load_papers
+    from rag.core.papers import content_hash
+    from rag.ingest.papers import load_papers
 
     seeds = {paper.content_hash for paper in load_papers([SEED_FILE])}
     records = [json.loads(line) for line in sample.read_text(encoding="utf-8").splitlines()]

@@ -20,9 +20,9 @@ import gradio as gr
 from pydantic import BaseModel, ValidationError
 
 from rag.core.errors import RagError, first_problem
-from rag.core.export import answer_papers
+from rag.core.export import ExportFormat, answer_papers
 from rag.core.filters import PICKERS, Filters
-from rag.core.types import Answer, ExportFormat
+from rag.core.types import Answer
 from rag.service import RagService
 from ui.render import (
     answer_html,

@@ -31,7 +31,7 @@ from rag.core.config import RequestK, config_names
 from rag.core.errors import InputError, RagError, StoreError, first_problem
 from rag.core.filters import FilterSpec, as_filters
 from rag.core.types import Answer
-from rag.service import RagService
+from rag.service import RagService, get_service
 from ui.slots import AnswerSlots, QueueFull
 
 log = logging.getLogger(__name__)
@@ -120,8 +120,6 @@ class Models:
         return sorted({*config_names(), self.service.config.name})
 
     def get(self, name: str | None) -> RagService:
-        from rag import get_service
-
         if not name or name == self.service.config.name:
             return self.service
         if name not in config_names():  # never a path: a client must not make the server read files

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from pydantic_core import InitErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from rag.core import plugins
 from rag.core.errors import ConfigError, InputError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -123,9 +124,9 @@ class StageConfig(BaseModel):
 
     @model_validator(mode="after")
     def known_with_valid_options(self) -> StageConfig:
-        from rag.retrieval.stages import options_of  # found by name, so a new stage is one new module
-
-        options_of(self)
+        if plugins.stage_options is None:  # rag/__init__.py sets it: only a broken install gets here
+            raise RuntimeError("no retrieval stages are registered (rag.core.plugins.stage_options)")
+        plugins.stage_options(self)  # found by name, so a new stage is one new module
         return self
 
 

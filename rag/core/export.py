@@ -24,15 +24,16 @@ import csv
 import io
 import re
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 from urllib.parse import parse_qs, urlparse
 
 from rag.core.errors import InputError
 from rag.core.markup import plain_text
-from rag.core.types import ExportFormat
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # types only: rag.core.types imports this module for `Answer.export`
     from rag.core.types import Answer, Source
+
+ExportFormat = Literal["bib", "csv", "md"]
 
 Format = ExportFormat
 FORMATS: tuple[str, ...] = get_args(Format)

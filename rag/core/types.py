@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlparse
 
+from rag.core.export import ExportFormat, export_answer
 from rag.core.markers import cited_numbers
 
-ExportFormat = Literal["bib", "csv", "md"]  # see rag/core/export.py
 PASSAGE_GAP = " … "  # between passages of one abstract that are not next to each other
 
 
@@ -181,8 +181,6 @@ class Answer:
         """The answer's papers as "bib" (BibTeX), "csv" or "md" (Markdown), escaped for the format: its
         listed papers (list and count answers), else the sources it cites, in citation order. A refusal
         exports none: "" for BibTeX and Markdown, the header row for CSV. See rag/core/export.py."""
-        from rag.core.export import export_answer  # that module imports this one
-
         return export_answer(self, fmt)
 
 

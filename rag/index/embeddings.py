@@ -17,6 +17,8 @@ from langchain_core.embeddings import Embeddings
 
 from rag.core.config import BUNDLED_EMBEDDING, EmbeddingConfig
 from rag.core.errors import ConfigError
+from rag.index.onnx import OnnxEmbeddings, onnx_model_file
+from rag.index.tokens import WordPieces
 
 
 def packaged_file(package: str, relative: str) -> Path:
@@ -66,8 +68,6 @@ def sentence_transformer_embeddings(config: EmbeddingConfig) -> Embeddings:
 
 def onnx_embeddings(config: EmbeddingConfig, quantized: bool = False) -> Embeddings:
     """The same model through ONNX Runtime: fp32 (the torch vectors) or int8 (faster, vectors move slightly)."""
-    from rag.index.onnx import OnnxEmbeddings, onnx_model_file
-
     model_file = onnx_model_file(model_directory(config), config.onnx_cache, quantized)
     return OnnxEmbeddings(model_file, load_tokenizer(config), config.batch_size, config.threads)
 
@@ -120,32 +120,6 @@ class CachedEmbeddings(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         return self.embeddings.embed_query(text)
-
-
-class WordPieces:
-    """The embedding model's own tokenizer, run by the `tokenizers` library from its `tokenizer.json`
-    (what transformers' fast tokenizers wrap), so asking a question imports neither transformers nor torch."""
-
-    def __init__(self, tokenizer, max_length: int):
-        self._pieces = tokenizer  # no truncation: measures whole texts for chunking
-        self._pieces.no_truncation()
-        self._pieces.no_padding()
-        self._ids = tokenizer.__class__.from_str(tokenizer.to_str())  # its own copy: settings are per object
-        self._ids.enable_truncation(max_length)
-        self.max_length = max_length
-        self.pad_id = self._ids.token_to_id("[PAD]") or 0
-
-    def ids(self, texts: list[str]) -> list[list[int]]:
-        """Model input ids of each text, special tokens included, cut at the model's longest input."""
-        return [encoding.ids for encoding in self._ids.encode_batch(texts)]
-
-    def pieces(self, text: str) -> list[str]:
-        """The word pieces of a text, without special tokens."""
-        return self._pieces.encode(text, add_special_tokens=False).tokens
-
-    def join(self, pieces: list[str]) -> str:
-        """Text from word pieces, as the model's own decoder joins them."""
-        return self._pieces.decoder.decode(pieces)
 
 
 def load_tokenizer(config: EmbeddingConfig) -> WordPieces:

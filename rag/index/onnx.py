@@ -18,15 +18,12 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from rag.core.errors import ModelError, first_line
-
-if TYPE_CHECKING:
-    from rag.index.embeddings import WordPieces
+from rag.index.tokens import WordPieces
 
 EXPORT_RECIPE = 2  # bump when the export or the quantisation changes: caches are then rebuilt
 OPSET = 17

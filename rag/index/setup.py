@@ -22,6 +22,7 @@ from typing import Any
 
 from rag.core.config import BUNDLED_EMBEDDING, ChunkingConfig, EmbeddingConfig, Settings
 from rag.core.errors import ConfigError, StoreError
+from rag.index.embeddings import model_directory
 
 INDEX_VERSION = 1  # bump when the stored layout changes, so old indexes are never misread
 RECORD_PREFIX = "setup_"  # the papers collection's metadata keys that hold the setup
@@ -104,8 +105,6 @@ class IndexSetup:
         """Why this setup can't be loaded on this machine (another version's index, a model not here); None if it can."""
         if self.version != INDEX_VERSION:
             return f"it is index version {self.version} and this abstract-rag reads version {INDEX_VERSION}"
-        from rag.index.embeddings import model_directory
-
         try:
             model_directory(EmbeddingConfig(model=self.model))
         except ConfigError as err:

@@ -23,7 +23,7 @@ from langchain_core.embeddings import Embeddings
 from rag.core.config import Settings, VectorstoreConfig
 from rag.core.errors import StoreError, first_line
 from rag.index.setup import IndexSetup, check_index_folder
-from rag.ingest.papers import PaperRecord
+from rag.core.papers import PaperRecord
 
 DELETE_BATCH = 500
 # A file written this recently may be written again within the same tick of the file system's clock
@@ -358,3 +358,8 @@ class PaperIndex:
 def _batched(items: list, size: int) -> Iterable[list]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def passage(chunk: Document) -> str:
+    """The abstract text of a stored chunk, without the title it was embedded with."""
+    return chunk.page_content[chunk.metadata.get("prefix_chars", 0) :]

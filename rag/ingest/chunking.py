@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING
 from langchain_core.documents import Document
 
 from rag.core.config import ChunkingConfig
-from rag.ingest.papers import PaperRecord
+from rag.core.papers import PaperRecord
+from rag.index.tokens import WordPieces
 
 if TYPE_CHECKING:
     from langchain_text_splitters import RecursiveCharacterTextSplitter
-
-    from rag.index.embeddings import WordPieces
 
 SEPARATORS = ["\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " ", ""]
 MAX_TITLE_TOKENS = 48
@@ -78,7 +77,7 @@ class Chunker:
 
     @lru_cache(maxsize=64)
     def _splitter(self, size: int) -> RecursiveCharacterTextSplitter:
-        # Imported here: questions read `passage` from this module and never split anything.
+        # Imported on first split: the library takes seconds to import (start-up speed).
         from langchain_text_splitters import RecursiveCharacterTextSplitter
 
         return RecursiveCharacterTextSplitter(
@@ -90,7 +89,3 @@ class Chunker:
             strip_whitespace=True,
         )
 
-
-def passage(chunk: Document) -> str:
-    """The abstract text of a stored chunk, without the title it was embedded with."""
-    return chunk.page_content[chunk.metadata.get("prefix_chars", 0) :]

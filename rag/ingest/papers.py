@@ -1,4 +1,4 @@
-"""Paper records and the loaders that read them from files.
+"""The loaders that read paper records (`rag.core.papers.PaperRecord`) from files.
 
 One loader per format, chosen by file name through `LOADERS`. Loaders stream: they yield records
 one at a time, so a list of any length is read in flat memory, and no line is read whole past
@@ -11,69 +11,20 @@ from __future__ import annotations
 
 import csv
 import gzip
-import hashlib
 import json
 import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rag.core.config import IngestConfig
 from rag.core.errors import InputError, first_line
+from rag.core.papers import SEED_ID_PREFIX, PaperRecord, content_hash
 
 PROPOSAL = re.compile(r"\b(?:we|this (?:paper|work))\s+(?:propose|present|introduce|develop)s?\b", re.IGNORECASE)
 GITHUB_URL = re.compile(r"https?://(?:www\.)?github\.com/[\w.-]+(?:/[\w.-]+)?", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class PaperRecord:
-    """One abstract and what is known about its paper."""
-
-    paper_id: str
-    title: str
-    abstract: str
-    authors: tuple[str, ...] = ()
-    status: str = ""
-    url: str = ""
-    primary_area: str = ""
-    source: str = ""
-    github: tuple[str, ...] = field(default=())
-    line: int = field(default=0, compare=False)  # where it starts in `source`, for messages
-
-    @property
-    def content_hash(self) -> str:
-        """Hash of the abstract with whitespace normalised: the same text from two files is one paper."""
-        return content_hash(self.abstract)
-
-    @property
-    def has_own_id(self) -> bool:
-        """False for seed-text papers, whose id is derived from their text."""
-        return not self.paper_id.startswith(SEED_ID_PREFIX)
-
-    def metadata(self) -> dict[str, Any]:
-        """Flat metadata for the vector store (Chroma takes scalars only)."""
-        return {**self.description(), "source": self.source}
-
-    def description(self) -> dict[str, Any]:
-        """The metadata that says what the paper is, i.e. all but the file it was read from: when a stored
-        paper's differs (a new decision, corrected authors), ingest counts the paper as updated."""
-        return {
-            "paper_id": self.paper_id,
-            "title": self.title,
-            "authors": "; ".join(self.authors),
-            "status": self.status,
-            "url": self.url,
-            "primary_area": self.primary_area,
-            "github": " ".join(self.github),
-            "has_code": bool(self.github),
-            "content_hash": self.content_hash,
-        }
-
-    def described_by(self, stored: dict[str, Any]) -> bool:
-        """True when stored metadata describes this record exactly."""
-        return all(stored.get(key) == value for key, value in self.description().items())
 
 
 @dataclass(frozen=True)
@@ -89,13 +40,8 @@ class LoadProblem:
         return f"{where}: {self.reason}"
 
 
-SEED_ID_PREFIX = "seed-"
 BINARY_SNIFF = 8192  # a NUL byte in a file's first bytes: binary data, not a list of papers
 SKIP_PIECE = 1 << 20
-
-
-def content_hash(text: str) -> str:
-    return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()[:16]
 
 
 def make_record(path: Path, raw: dict[str, Any], line: int = 0, limits: IngestConfig | None = None) -> PaperRecord:

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from rag.core.errors import InputError
+from rag.core.papers import SEED_ID_PREFIX, PaperRecord
 from rag.index.store import PaperIndex
 from rag.ingest.chunking import Chunker
-from rag.ingest.papers import SEED_ID_PREFIX, LoadProblem, PaperRecord
+from rag.ingest.papers import LoadProblem
 
 
 @dataclass

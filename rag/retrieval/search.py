@@ -28,14 +28,13 @@ from langchain_core.documents import Document
 from rag.core.config import RetrievalConfig
 from rag.core.filters import Filters
 from rag.core.types import PASSAGE_GAP, Source, safe_links
-from rag.ingest.chunking import passage
+from rag.index.store import PaperIndex, passage
 from rag.retrieval import stages
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
     from rag.index.lexical import Bm25Index, LexicalStore, Revision
-    from rag.index.store import PaperIndex
 
 CHUNK_FIELDS = ("chunk", "start", "end", "prefix_chars", "content_hash")
 

@@ -6,9 +6,11 @@ import pytest
 from conftest import SEED_FILE
 
 from rag.core.config import ChunkingConfig, EmbeddingConfig
+from rag.core.papers import PaperRecord
 from rag.index.embeddings import load_tokenizer
-from rag.ingest.chunking import Chunker, passage
-from rag.ingest.papers import PaperRecord, load_papers
+from rag.index.store import passage
+from rag.ingest.chunking import Chunker
+from rag.ingest.papers import load_papers
 
 
 @pytest.fixture(scope="module")
