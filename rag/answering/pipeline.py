@@ -12,17 +12,10 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from rag.answering.citations import CitationChecker, kept_text
-from rag.answering.evidence import (
-    EvidencePicker,
-    evidence_sources,
-    extractive_answer,
-    key_tokens,
-    named_by,
-    news,
-    renumbered,
-    set_aside,
-)
+from rag.answering.acceptance import key_tokens, news, set_aside
+from rag.answering.citations import CitationChecker, kept_text, renumbered
+from rag.answering.evidence import EvidencePicker, evidence_sources, extractive_answer
+from rag.answering.naming import named_by
 from rag.answering.providers import Provider
 from rag.core.config import RetrievalConfig, Settings
 from rag.core.errors import ModelError
