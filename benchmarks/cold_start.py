@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine import load_line  # benchmarks/machine.py, beside this script
+
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION = "How many reaction templates does RxnFlow use?"
 TARGETS = {"extractive": 3.0, "default": 4.5}
@@ -42,7 +44,7 @@ def main() -> int:
     args = parser.parse_args()
 
     checkouts = {"this": ROOT} | ({"compare": args.compare.resolve()} if args.compare else {})
-    print(f"load average before: {load_average()}")
+    print(f"load average before: {load_line()}")
     for config in args.configs.split(","):
         commands = {name: ask_command(folder, config, args.question, args.data) for name, folder in checkouts.items()}
         for name, (command, env) in commands.items():
@@ -67,7 +69,7 @@ def main() -> int:
                 f"max {max(times[name]):.2f}, stdev {statistics.stdev(times[name]) if args.runs > 1 else 0:.2f} "
                 f"({args.runs} runs); peak RSS median {statistics.median(memory[name]):.0f} MiB{verdict}"
             )
-    print(f"load average after: {load_average()}")
+    print(f"load average after: {load_line()}")
     return 0
 
 
@@ -94,10 +96,6 @@ def timed_run(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float
             stderr.seek(0)
             raise SystemExit(f"exit {process.returncode}: {command}\n{stderr.read().decode(errors='replace')[-2000:]}")
     return seconds, usage.ru_maxrss / 1024
-
-
-def load_average() -> str:
-    return " ".join(f"{value:.2f}" for value in os.getloadavg()) + f" ({os.cpu_count()} cores)"
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ import time
 from itertools import islice
 from pathlib import Path
 
+from machine import load_line  # benchmarks/machine.py, beside this script
+
 ROOT = Path(__file__).resolve().parent.parent
 FULL_LIST = ROOT.parent / "shared" / "corpus" / "iclr2025.jsonl.gz"
 PIPELINES = ("ours", "textbook", "embedding")
@@ -57,7 +59,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="rag-bench-"))
     try:
         sample = write_sample(args.corpus, args.n, work / "sample.jsonl")
-        print(f"{sample['papers']} papers from {args.corpus}; load average before: {load_average()}", flush=True)
+        print(f"{sample['papers']} papers from {args.corpus}; load average before: {load_line()}", flush=True)
         results = []
         backends = args.backends.split(",") if args.backends else [""]
         for name in args.pipelines.split(","):
@@ -65,7 +67,7 @@ def main() -> int:
                 target = args.keep if (name == "ours" and args.keep) else work / f"{name}-{backend}"
                 results.append(run_in_child(name, backend, args, work, target))
                 print(f"  {json.dumps(results[-1])}", flush=True)
-        print(f"load average after: {load_average()}\n")
+        print(f"load average after: {load_line()}\n")
         print(table(results))
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -165,10 +167,6 @@ def figures(name: str, backend: str, papers: int, chunks: int, load_s: float, ru
 
 def folder_mib(folder: Path) -> float:
     return round(sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 2**20, 1)
-
-
-def load_average() -> str:
-    return " ".join(f"{value:.2f}" for value in os.getloadavg()) + f" ({os.cpu_count()} cores)"
 
 
 def table(results: list[dict]) -> str:

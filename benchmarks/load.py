@@ -28,6 +28,8 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from machine import load_average  # benchmarks/machine.py, beside this script
+
 from rag.core.config import BUNDLED_SEEDS, with_overrides
 from rag.service import RagService
 
@@ -184,10 +186,6 @@ def slope(samples: list[tuple[float, float]]) -> float:
     mean_m = sum(m for _, m in half) / len(half)
     spread = sum((t - mean_t) ** 2 for t, _ in half)
     return sum((t - mean_t) * (m - mean_m) for t, m in half) / spread if spread else 0.0
-
-
-def load_average() -> list[float]:
-    return [round(value, 2) for value in os.getloadavg()]
 
 
 def print_run(name: str, figures: dict, before: list[float], after: list[float]) -> None:

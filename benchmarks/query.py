@@ -15,10 +15,11 @@ Other processes slow latency down: the load average is printed.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from pathlib import Path
+
+from machine import load_line  # benchmarks/machine.py, beside this script
 
 from rag.core.config import with_overrides
 from rag.evaluate import ServiceSystem, evaluate, load_questions, metrics_table
@@ -46,7 +47,7 @@ def main() -> int:
     if not indexes:
         parser.error("give --index BACKEND=FOLDER, or --corpus with --backends")
     questions = load_questions(args.questions, args.split)
-    print(f"load average before: {load_average()}", flush=True)
+    print(f"load average before: {load_line()}", flush=True)
     reports = []
     for backend, folder in indexes.items():
         for mode in args.modes.split(","):
@@ -66,7 +67,7 @@ def main() -> int:
                 )
             )
             print(f"  {backend} {mode}: done ({service.index.paper_count()} papers)", flush=True)
-    print(f"load average after: {load_average()}\n")
+    print(f"load average after: {load_line()}\n")
     print(metrics_table(reports))
     return 0
 
@@ -76,10 +77,6 @@ def service_for(config: str, backend: str, folder: Path, mode: str) -> RagServic
     return RagService(
         with_overrides(config, vectorstore={"path": str(folder)}, embedding=embedding, retrieval={"mode": mode})
     )
-
-
-def load_average() -> str:
-    return " ".join(f"{value:.2f}" for value in os.getloadavg()) + f" ({os.cpu_count()} cores)"
 
 
 if __name__ == "__main__":

@@ -93,7 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate = commands.add_parser("eval", help="measure retrieval (and answers) on a question set with gold papers")
     evaluate.add_argument("questions", help="JSON Lines: {question, gold: [paper_id, ...], split, kind}")
     add_common_options(evaluate)
-    evaluate.add_argument("-k", "--k", type=papers_k, default=5, help="papers retrieved per question (default 5)")
+    evaluate.add_argument(
+        "-k", "--k", type=papers_k, default=None, help="papers retrieved per question (default and bounds: retrieval.k)"
+    )
     evaluate.add_argument("--split", choices=("dev", "test", "all"), default="all", help="which questions")
     evaluate.add_argument("--mode", choices=("dense", "bm25", "hybrid"), help="override retrieval.mode")
     evaluate.add_argument("--answers", action="store_true", help="also answer; report fact recall and citations")
@@ -332,7 +334,8 @@ def run_eval(args: argparse.Namespace) -> int:
         from rag.core.errors import InputError
 
         raise InputError(f"none of the gold papers of {args.questions} is in the index; ingest their list first")
-    report = evaluate(system, questions, args.k, label=args.questions, split=args.split)
+    k = args.k or service.config.retrieval.k
+    report = evaluate(system, questions, k, label=args.questions, split=args.split)
     report.missing_gold = missing
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
@@ -342,7 +345,7 @@ def run_eval(args: argparse.Namespace) -> int:
         print(f"warning: {len(missing)} gold papers are not in the index: {', '.join(missing[:10])}", file=sys.stderr)
     if args.misses:
         for row in report.misses():
-            what = "refused" if row.refused else f"rank {row.rank() or '>' + str(args.k)}"
+            what = "refused" if row.refused else f"rank {row.rank() or '>' + str(k)}"
             print(f"  {row.split:4} {row.kind:12} {what:9} {row.question[:100]}")
         for row in report.fact_misses():
             what = "refused" if row.refused else f"lacks {', '.join(row.missing_facts)}"

@@ -15,7 +15,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import ConfigDict, Field
 
-from rag.core.config import Settings
+from rag.core.config import K, Settings
 from rag.core.errors import InputError
 from rag.core.filters import Filters, FilterSpec, as_filters
 from rag.core.types import Answer, Source
@@ -33,7 +33,7 @@ class PaperRetriever(BaseRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     config: str | Settings | None = Field(None, description="Config name, YAML path or Settings (None: default).")
-    k: int | None = Field(None, ge=1, description="Papers per query (None: the config's retrieval.k).")
+    k: K | None = Field(None, description="Papers per query (None: the config's retrieval.k).")
     filters: Filters | FilterSpec | dict | None = Field(None, description="Restrict to papers matching these.")
     service: RagService | None = Field(None, description="Use this service instead of the shared one for `config`.")
 

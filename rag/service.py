@@ -244,7 +244,7 @@ class RagService:
         try:
             return self.provider.label
         except RagError as err:
-            instead = "extractive answers instead" if self.config.llm.fallback == "extractive" else "no answers"
+            instead = "extractive answers instead" if self.config.llm.falls_back else "no answers"
             return f"{self.config.llm.provider} (unavailable: {err}; {instead})"
 
     def paper(self, paper_id: str) -> dict | None:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from rag.core.errors import RagError, first_problem
 from rag.core.export import ExportFormat, answer_papers
-from rag.core.filters import PICKERS, Filters
+from rag.core.filters import PICKERS, Filters, as_filters
 from rag.core.types import Answer
 from rag.service import RagService
 from ui.render import (
@@ -164,7 +164,8 @@ class ChatHandlers:
         except ValidationError as err:  # API clients send anything: name the value, don't log a traceback
             where, what = first_problem(err.errors())
             raise gr.Error(f"/ask {where}: {what}", print_exception=False) from None
-        filters = Filters(status=tuple(call.status or ()), primary_area=tuple(call.primary_area or ()))
+        # Read as a `FilterSpec`, as /v1, MCP and LangChain read theirs.
+        filters = as_filters({"status": call.status or [], "primary_area": call.primary_area or []})
         try:
             answer = self.service.answer(call.question, history=call.history or [], filters=filters)
             return answer_payload(answer, export=call.export)

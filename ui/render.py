@@ -14,7 +14,7 @@ import re
 from html import escape
 from typing import Any
 
-from rag.answering.evidence import source_sentences
+from rag.answering.words import source_sentences
 from rag.core.markers import MARKER, attach_marker, split_sentences
 from rag.core.markup import markup_html, plain_text
 from rag.core.types import PASSAGE_GAP, Answer, Source, by_relevance, safe_url

@@ -17,8 +17,9 @@ import re
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from rag.answering.evidence import DIGITS, NAME, source_sentences
-from rag.core.markers import MARKER, attach_marker, cited_numbers, split_sentences
+from rag.answering.evidence import Evidence
+from rag.answering.words import DIGITS, NAME, source_sentences
+from rag.core.markers import MARKER, attach_marker, cited_numbers, format_marker, split_sentences
 from rag.core.types import SentenceCheck, Source
 
 FINISHED = re.compile(r"[.!?:;)\]\"'”’]\s*$")
@@ -107,3 +108,16 @@ def number_value(text: str) -> str:
 def kept_text(checks: list[SentenceCheck]) -> str:
     """The text of checked sentences, each with its markers."""
     return " ".join(attach_marker(check.text, check.cited) for check in checks)
+
+
+def renumbered(text: str, evidence: list[Evidence]) -> str:
+    """Model text whose `[n]` refer to `evidence_sources`, with markers that refer to the full source list.
+    A marker outside the prompt's range is left to the citation checker, which drops it."""
+    order = list(dict.fromkeys(item.number for item in evidence))
+
+    def original(match: re.Match) -> str:
+        numbers = [int(n) for n in re.split(r"[,;]", match.group(1))]
+        space = match.group(0)[: len(match.group(0)) - len(match.group(0).lstrip())]
+        return space + format_marker([order[n - 1] if 1 <= n <= len(order) else 0 for n in numbers])
+
+    return MARKER.sub(original, text)

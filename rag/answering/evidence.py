@@ -14,25 +14,26 @@ is scored for this question:
 
 The best sentence leads; a second or third joins only when it scores close to the first. Both the
 extractive answer and the model's prompt are built from these sentences, and the key tokens of the
-best one (its numbers and names that the question asks about) are what a model answer must keep.
+best one (its numbers and names that the question asks about) are what a model answer must keep
+(acceptance.py). A paper's name comes from naming.py; the words compared, from words.py.
 """
 
 from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from rag.answering.prompts import content_stems
+from rag.answering.naming import PROPOSAL, mentions, named_by, paper_name, says_name
+from rag.answering.words import content_stems, source_sentences
 from rag.core.config import AnswerConfig, RetrievalConfig
-from rag.core.markers import MARKER, attach_marker, format_marker, split_sentences
+from rag.core.markers import attach_marker
 from rag.core.markup import plain_text
-from rag.core.types import SentenceCheck, Source
+from rag.core.types import Source
 from rag.retrieval.refusal import refusal_reason
 
 HOW_MUCH = re.compile(
@@ -50,15 +51,12 @@ SEVERAL = re.compile(
 )
 TWO_ASKS = re.compile(r"\band\s+(what|which|how|why|where|when|on which|in which|for which|to what)\b", re.I)
 RESULT = re.compile(r"\b(does|do|did|how well|how good|what results?|outperform|better|improve|effective)\b", re.I)
-DIGITS = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
 NUMBER = re.compile(
     r"(?<![\w.])\d[\d,]*(?:\.\d+)?|"
     r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|fifty|hundreds?|"
     r"thousands?|millions?|billions?|dozens?|half|double|twice|threefold|tenfold)\b",
     re.IGNORECASE,
 )
-# A name: a word with a capital after its first letter or a digit beside letters (RxnFlow, GPT-4, R3D2, JYS).
-NAME = re.compile(r"\b[A-Za-z][a-z]*[A-Z][\w-]*\b|\b[A-Z]{2,}[\w-]*\b|\b[A-Za-z]+-?\d[\w-]*\b")
 RESULT_WORDS = re.compile(
     r"\b(outperform\w*|improv\w*|achiev\w*|state-of-the-art|surpass\w*|better|reduc\w*|faster|gains?|"
     r"speed-?up|accura\w*|superior|significantly|consistently)\b|%",
@@ -79,19 +77,6 @@ LEADING_LINK = re.compile(
     r"in this (paper|work|study)|here|overall|as a result|besides|also),\s+",
     re.IGNORECASE,
 )
-PROPOSAL = re.compile(
-    r"\b(?:we|this (?:paper|work)|our (?:method|approach|framework))\s+(?:\w+ly\s+)?"
-    r"(?:propose|present|introduce|develop|design|call|name|term|dub)s?\b",
-    re.IGNORECASE,
-)
-MARKUP = re.compile(r"[_*$\\]")
-# Acronyms of a field, not of one paper's method: never a paper's name.
-GENERIC = frozenset(
-    "AI ML NLP CV RL MARL LLM LLMs MLLM MLLMs VLM VLMs LM LMs GNN GNNs CNN CNNs DNN DNNs SOTA OOD MIA MIAs ASR "
-    "GPT IFDL ICL RLHF QA VQA".split()
-)
-TERMED = re.compile(r"\b(?:called|termed|named|dubbed|coined)\s+([A-Z][\w-]*(?:\s+[A-Z][\w-]*){0,4})")
-ACRONYM = re.compile(r"\(([A-Za-z][\w-]*[A-Z0-9][\w-]*)\)")
 
 
 @dataclass(frozen=True)
@@ -101,11 +86,6 @@ class Evidence:
     number: int  # the source's `[n]`
     sentence: str
     score: float
-
-
-def source_sentences(source: Source) -> list[str]:
-    """A source's sentences, passage by passage, in abstract order."""
-    return [sentence for part in source.passages for sentence in split_sentences(part)]
 
 
 class EvidencePicker:
@@ -154,7 +134,7 @@ class EvidencePicker:
         """Every candidate sentence with its score, best first."""
         return ranked(self.candidates(question, sources), self.answer)
 
-    def candidates(self, question: str, sources: list[Source]) -> list[Candidate]:
+    def candidates(self, question: str, sources: list[Source]) -> list[SentenceCandidate]:
         """Every sentence of the sources that earned their place, with what its score is made of."""
         sentences = [
             (number, position, sentence)
@@ -193,7 +173,7 @@ class EvidencePicker:
                 kind += 1
             background = position < proposals[number] or is_background(position, sentence)
             candidates.append(
-                Candidate(
+                SentenceCandidate(
                     number,
                     ranks[number],
                     sentence,
@@ -209,7 +189,7 @@ class EvidencePicker:
 
 
 @dataclass(frozen=True)
-class Candidate:
+class SentenceCandidate:
     """A sentence an answer could quote, and what its score is made of: `AnswerConfig` weighs the parts."""
 
     number: int  # its source's `[n]`
@@ -235,7 +215,7 @@ class Candidate:
         )
 
 
-def ranked(candidates: list[Candidate], config: AnswerConfig) -> list[Evidence]:
+def ranked(candidates: list[SentenceCandidate], config: AnswerConfig) -> list[Evidence]:
     """The candidates scored under `config`, best first."""
     evidence = [Evidence(c.number, c.sentence, c.score(config)) for c in candidates]
     return sorted(evidence, key=lambda e: -e.score)
@@ -245,39 +225,6 @@ def is_background(position: int, sentence: str) -> bool:
     """True for an abstract's opening sentence, or one that opens like background ("Recent …",
     "X has achieved …"): what an abstract says before it says what the paper does."""
     return position == 0 or bool(BACKGROUND.match(sentence))
-
-
-def mentions(text: str, name: str) -> bool:
-    """True when the text names the paper: its name, or either part of 'Long Form (ACR)'."""
-    parts = [part.strip(" “”()").lower() for part in re.split(r" \(", name)]
-    return any(part and part in text.lower() for part in parts)
-
-
-def named_by(question: str, source: Source) -> bool:
-    """True when the question names the paper word for word ("… according to Jump Your Steps?") and
-    asks about what its passages say: they hold at least half of the question's other content words.
-    Such a paper is what the asker means even when its passages and the question share little meaning."""
-    name = paper_name(source)
-    if not says_name(question, name):
-        return False
-    rest = content_stems(question) - content_stems(name)
-    return bool(rest) and 2 * len(rest & content_stems(source.text)) >= len(rest)
-
-
-def says_name(text: str, name: str) -> bool:
-    """True when the text has the name, or either part of 'Long Form (ACR)', as a word with its case
-    ("ε-VAE" is "ϵ-VAE"), and the name is one no ordinary word or phrase could be."""
-    text = unicodedata.normalize("NFKC", text)
-    parts = [unicodedata.normalize("NFKC", part.strip(" “”()")) for part in re.split(r" \(", name)]
-    return any(is_proper_name(part) and re.search(rf"(?<!\w){re.escape(part)}(?!\w)", text) for part in parts)
-
-
-def is_proper_name(name: str) -> bool:
-    """Several words, or one with a capital after its first letter or a digit (RxnFlow, JYS, GPT-4), not a
-    field's acronym: matched with its case, "Diffusion Models" in a title is not "diffusion models"."""
-    if len(name.split()) > 1:
-        return True
-    return any(c.isupper() or c.isdigit() for c in name[1:]) and name not in GENERIC
 
 
 def proposal_position(source: Source) -> int:
@@ -319,52 +266,6 @@ def covered(sentence: str, weights: dict[str, float]) -> float:
     return sum(weight for stem, weight in weights.items() if stem in stems) / total
 
 
-def paper_name(source: Source) -> str:
-    """What a reader calls the paper: the name its title gives before a colon (RxnFlow), else the name
-    its abstract proposes ("Recurrent Replay Relevance Distributed DQN (R3D2)"), else a real title in
-    quotes; "" for an abstract with neither (the seed abstracts have stand-in titles, not real ones)."""
-    title = source.title.strip()
-    head, colon, _ = title.partition(":")
-    if colon and len(head.split()) <= 4:
-        return plain_text(head.strip())  # "$\epsilon$-VAE" reads "ϵ-VAE"
-    # A stand-in title starts at the abstract's proposal, which the passages given may not include.
-    proposal = next(filter(None, map(PROPOSAL.search, [title, *source_sentences(source)])), None)
-    if proposal:
-        name = proposed_name(proposal.string[proposal.end() :])
-        if name:
-            return name
-    return "" if is_stand_in(title, source) else f"“{plain_text(title)}”"
-
-
-def proposed_name(after: str) -> str:
-    """The name in the words after 'we propose': 'Long Form (ACR)', or the first name-like word."""
-    acronym = ACRONYM.search(after[:100])
-    if acronym and acronym.group(1) not in GENERIC:
-        before = re.split(r",|\b(?:called|termed|named|dubbed|coined)\b", after[: acronym.start()])[-1]
-        words = MARKUP.sub("", before).split()
-        while words and words[0].lower() in ("a", "an", "the", "novel", "new"):
-            words.pop(0)
-        letters = re.sub(r"[^A-Za-z]", "", acronym.group(1))
-        spelled = words[-len(letters) :] if letters else []
-        if spelled and "".join(word[0] for word in spelled).lower() == letters.lower():
-            words = spelled  # "… via cross-domain latent distribution matching (LDM)"
-        return f"{' '.join(words)} ({acronym.group(1)})" if 0 < len(words) <= 6 else acronym.group(1)
-    after = MARKUP.sub("", after)
-    termed = TERMED.search(after)
-    if termed:
-        return termed.group(1)
-    first = re.match(r"\s*([A-Z][\w-]+)\s*[,:(]", after)  # "We present Finedefics, an MLLM …"
-    if first and first.group(1) not in GENERIC:
-        return first.group(1)
-    return next((m.group(0) for m in NAME.finditer(after[:60]) if m.group(0) not in GENERIC), "")
-
-
-def is_stand_in(title: str, source: Source) -> bool:
-    """True for a title made from the abstract's own words (papers without a title get one)."""
-    words = title.rstrip(" …").split()
-    return title.endswith("…") or bool(words) and " ".join(words) in " ".join(source.text.split())
-
-
 def tidy(sentence: str) -> str:
     """A quoted sentence fit to stand first: its LaTeX and Markdown read as text ('26\\%' as 26%),
     no leading 'However,' and the like."""
@@ -387,33 +288,6 @@ def extractive_answer(question: str, evidence: list[Evidence], sources: list[Sou
     return " ".join(parts)
 
 
-def key_tokens(question: str, evidence: list[Evidence], sources: list[Source]) -> list[str]:
-    """What an answer must say to answer, none of it already in the question: the best sentence's
-    numbers for a "how many" question; otherwise the paper's name (its short form; never a whole
-    title) and up to two other names the best sentence gives (a dataset, a measure: 'MMTD-Set')."""
-    if not evidence:
-        return []
-    best = evidence[0]
-    if HOW_MUCH.search(question):
-        tokens = asked_numbers(question, best.sentence)
-    else:
-        name = paper_name(sources[best.number - 1])
-        short = ACRONYM.search(name)
-        tokens = [short.group(1) if short else name] if name and not name.startswith("“") else []
-        tokens += [m.group(0) for m in NAME.finditer(best.sentence) if m.group(0) not in GENERIC][:2]
-    asked = question.lower()
-    return [token for token in dict.fromkeys(tokens) if token.lower() not in asked and not mentions(question, token)]
-
-
-def asked_numbers(question: str, sentence: str) -> list[str]:
-    """The numbers of a sentence that count what the question asks about ('71' of '71 reaction
-    templates' for 'how many templates'), judged by the words just after each; all when none tells."""
-    asked = content_stems(question)
-    numbers = [(m.group(0).rstrip(","), " ".join(sentence[m.end() :].split()[:3])) for m in DIGITS.finditer(sentence)]
-    counting = [number for number, after in numbers if content_stems(after) & asked]
-    return counting or [number for number, _ in numbers]
-
-
 def evidence_sources(evidence: list[Evidence], sources: list[Source]) -> list[Source]:
     """What the model is given: each source that holds evidence, with only its evidence sentences,
     in the order the evidence ranks them. `renumbered` maps the model's `[n]` back."""
@@ -423,43 +297,3 @@ def evidence_sources(evidence: list[Evidence], sources: list[Source]) -> list[So
         for number in order
     ]
 
-
-def renumbered(text: str, evidence: list[Evidence]) -> str:
-    """Model text whose `[n]` refer to `evidence_sources`, with markers that refer to the full source list.
-    A marker outside the prompt's range is left to the citation checker, which drops it."""
-    order = list(dict.fromkeys(item.number for item in evidence))
-
-    def original(match: re.Match) -> str:
-        numbers = [int(n) for n in re.split(r"[,;]", match.group(1))]
-        space = match.group(0)[: len(match.group(0)) - len(match.group(0).lstrip())]
-        return space + format_marker([order[n - 1] if 1 <= n <= len(order) else 0 for n in numbers])
-
-    return MARKER.sub(original, text)
-
-
-def news(question: str, evidence: list[Evidence]) -> set[str]:
-    """The best sentence's content words (stems) that the question lacks: what it tells the asker.
-    Empty for a "how many" question, whose asked numbers (its key tokens) are the whole answer."""
-    if not evidence or HOW_MUCH.search(question):
-        return set()
-    return content_stems(evidence[0].sentence) - content_stems(question)
-
-
-def set_aside(checks: list[SentenceCheck], key: list[str], told: set[str], keep: float) -> str | None:
-    """Why a model's checked answer can't stand (the extractive one does instead), or None when it can.
-
-    It can't when none of its sentences is supported by what it cites, when its supported sentences
-    leave out a key token of the evidence (the number or name the question asks for), or when they
-    keep less than `keep` of `told`, the best sentence's news (a supported sentence can still
-    restate the question instead of answering it).
-    """
-    supported = " ".join(check.text for check in checks if check.supported)
-    if not supported:
-        return "no sentence of the model's answer is supported by the abstract it cites"
-    missing = [token for token in key if token.lower() not in supported.lower()]
-    if missing:
-        return f"the model's answer left out {', '.join(missing)}"
-    kept = told & content_stems(supported)
-    if told and len(kept) < keep * len(told):
-        return f"the model's answer kept {len(kept)} of the {len(told)} words the best sentence adds to the question"
-    return None

@@ -14,13 +14,14 @@ leaves out ("…, excluding LLMs") is left out of the list: the papers whose tit
 
 from __future__ import annotations
 
-from rag.answering.evidence import is_background, source_sentences
+from rag.answering.evidence import is_background
+from rag.answering.words import source_sentences
 from rag.core.config import Settings
 from rag.core.filters import Filters
 from rag.core.markup import plain_text
 from rag.core.types import Answer, Source
 from rag.index.lexical import terms
-from rag.retrieval.refusal import evidence
+from rag.retrieval.refusal import evidence_score
 from rag.retrieval.understand import Understood
 
 LONG_TOPIC = 6  # words: a longer topic is a description ("generate DAGs by combining …"), not a name
@@ -36,12 +37,12 @@ def on_topic(sources: list[Source], topic: str, config: Settings) -> list[Source
     """The sources on the topic, in rank order (see the module's docstring for the line)."""
     line = config.questions
     relative = relative_evidence(topic, config)
-    best_evidence = max(map(evidence, sources), default=0.0)
+    best_evidence = max(map(evidence_score, sources), default=0.0)
     best_bm25 = max((float(source.match.get("bm25", 0.0)) for source in sources), default=0.0)
     return [
         source
         for source in sources
-        if evidence(source) >= max(line.list_min_evidence, relative * best_evidence)
+        if evidence_score(source) >= max(line.list_min_evidence, relative * best_evidence)
         and float(source.match.get("bm25", 0.0)) >= line.list_relative_bm25 * best_bm25
     ]
 

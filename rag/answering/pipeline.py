@@ -12,18 +12,11 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from rag.answering.citations import CitationChecker, kept_text
-from rag.answering.evidence import (
-    EvidencePicker,
-    evidence_sources,
-    extractive_answer,
-    key_tokens,
-    named_by,
-    news,
-    renumbered,
-    set_aside,
-)
-from rag.answering.providers import Provider
+from rag.answering.acceptance import key_tokens, news, set_aside
+from rag.answering.citations import CitationChecker, kept_text, renumbered
+from rag.answering.evidence import EvidencePicker, evidence_sources, extractive_answer
+from rag.answering.naming import named_by
+from rag.answering.providers import ExtractiveProvider, Provider
 from rag.core.config import RetrievalConfig, Settings
 from rag.core.errors import ModelError
 from rag.core.types import Answer, Source
@@ -83,20 +76,24 @@ class AnswerPipeline:
             yield Answer(text=refusal_text(sources), sources=sources, refused=True, refusal_reason=reason, **stamp)
             return
         extractive = extractive_answer(asked, evidence, sources)
-        if self.config.llm.provider == "extractive":  # no model to wait for (or to fail loading)
-            answer = self.checked(extractive, sources, answered_by="extractive", **stamp)
-            yield answer.text  # streamed in one piece, as every consumer of the stream expects some text
-            yield answer
-            return
         try:
             if standalone.model_failure:  # it just failed on the rewrite: don't wait for it a second time
                 raise ModelError(standalone.model_failure)
+            provider = self.provider()
+            # The extractive provider quotes the evidence from every source: its answer is the extractive
+            # one, checked like a fallback, not a model's words to weigh against the evidence.
+            if isinstance(provider, ExtractiveProvider):
+                text = "".join(provider.stream(asked, sources))
+                answer = self.checked(text, sources, answered_by="extractive", **stamp)
+                yield answer.text  # streamed in one piece, as every consumer of the stream expects some text
+                yield answer
+                return
             pieces = []
-            for piece in self.provider().stream(asked, evidence_sources(evidence, sources)):
+            for piece in provider.stream(asked, evidence_sources(evidence, sources)):
                 pieces.append(piece)
                 yield piece
         except ModelError as err:
-            if self.config.llm.fallback == "none":
+            if not self.config.llm.falls_back:
                 raise
             yield self.checked(extractive, sources, answered_by="extractive", fallback=str(err), **stamp)
             return

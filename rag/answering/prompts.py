@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from rag.answering.words import content_stems
 from rag.core.markers import MARKER, split_sentences
-from rag.core.text import EVIDENCE_STOPWORDS
 from rag.core.types import Source
 
 # ANSWER_PROMPT and REWRITE_PROMPT, LangChain chat prompts, are built from these on first use (see
@@ -132,13 +132,6 @@ def format_history(history: list[tuple[str, str]]) -> str:
         reply = reply if len(reply) <= HISTORY_REPLY_CHARS else reply[:HISTORY_REPLY_CHARS].rsplit(" ", 1)[0] + " …"
         lines.append(f"User: {question}\nAssistant: {reply}")
     return "\n".join(lines)
-
-
-def content_stems(text: str) -> set[str]:
-    """The first six letters of each meaningful word of four letters or more, so that 'evaluate'
-    and 'evaluated' or 'dataset' and 'datasets' compare equal."""
-    words = re.findall(r"[a-z0-9][a-z0-9\-]{3,}", text.lower())
-    return {word[:6] for word in words if word not in EVIDENCE_STOPWORDS}
 
 
 REWRITE_LABEL = re.compile(r"^\s*(?:(?:rewritten|standalone|new|last)\s+)?question\s*:\s*", re.IGNORECASE)

@@ -130,13 +130,18 @@ class StageConfig(BaseModel):
         return self
 
 
+# A number of papers to retrieve: retrieval.k's bounds, written once. The APIs' `RequestK`, LangChain's
+# retriever and `checked_k` (the CLI's -k) take them from here.
+K = Annotated[int, Field(ge=1, le=50)]
+
+
 class RetrievalConfig(Section):
     mode: Literal["dense", "bm25", "hybrid"] = Field(
         "hybrid",
         description="How papers are ranked: vector search over chunks, BM25 over titles and abstracts, "
         "or both fused by reciprocal rank fusion.",
     )
-    k: int = Field(5, ge=1, le=50, description="Papers returned per question (a question may ask for another k).")
+    k: K = Field(5, description="Papers returned per question (a question may ask for another k).")
     fetch_k: int = Field(
         40, ge=1, description="Chunks fetched by vector search, and papers by BM25, before fusion and the cut to k."
     )
@@ -264,6 +269,11 @@ class LLMConfig(Section):
             line: InitErrorDetails = {"type": problem, "loc": ("provider",), "input": self.provider}
             raise ValidationError.from_exception_data(type(self).__name__, [line])
         return self
+
+    @property
+    def falls_back(self) -> bool:
+        """Whether a model that fails gives way to the extractive answer (`fallback`, read only here)."""
+        return self.fallback == "extractive"
 
 
 class AnswerConfig(Section):
@@ -486,9 +496,7 @@ def _origin(loc: tuple[int | str, ...], files: list[Path]) -> str:
 
 
 # `k` as the APIs take it in JSON (/v1, MCP tools): a whole number, not "5" or true, in retrieval.k's bounds.
-RequestK = Annotated[
-    int | None, Field(strict=True, ge=1, le=50, description="Papers to retrieve (default: the config's retrieval.k).")
-]
+RequestK = Annotated[K | None, Field(strict=True, description="Papers to retrieve (default: the config's retrieval.k).")]
 
 
 def checked_k(value: int | str) -> int:

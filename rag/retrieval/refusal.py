@@ -6,7 +6,7 @@ from rag.core.config import RetrievalConfig
 from rag.core.types import Source
 
 
-def evidence(source: Source) -> float:
+def evidence_score(source: Source) -> float:
     """How strongly a source answers the question: passage cosine + weighted word coverage (0..2).
 
     Cosine alone confuses near misses (a question on membership inference reaches a model
@@ -22,10 +22,10 @@ def refusal_reason(sources: list[Source], config: RetrievalConfig) -> str | None
     top = sources[0]
     if top.score < config.min_score:
         return f"best match {top.score:.2f}, below the {config.min_score:.2f} similarity threshold"
-    if evidence(top) < config.min_evidence:
+    if evidence_score(top) < config.min_evidence:
         coverage = top.match.get("coverage", 0.0)
         return (
             f"best match {top.score:.2f} similar and holding {coverage:.0%} of the question's weighted words: "
-            f"evidence {evidence(top):.2f}, below the {config.min_evidence:.2f} threshold"
+            f"evidence {evidence_score(top):.2f}, below the {config.min_evidence:.2f} threshold"
         )
     return None

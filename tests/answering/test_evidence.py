@@ -4,21 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from rag.answering.citations import ungrounded
+from rag.answering.acceptance import key_tokens, news, set_aside
+from rag.answering.citations import renumbered, ungrounded
 from rag.answering.evidence import (
     Evidence,
     EvidencePicker,
     evidence_sources,
     extractive_answer,
-    key_tokens,
-    named_by,
-    news,
-    paper_name,
     proposal_position,
-    renumbered,
-    set_aside,
     tidy,
 )
+from rag.answering.naming import named_by, paper_name
 from rag.core.config import AnswerConfig, RetrievalConfig
 from rag.core.markers import split_sentences
 from rag.core.types import SentenceCheck, Source

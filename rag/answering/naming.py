@@ -1,0 +1,104 @@
+"""A paper's name, as a reader calls it, and whether a text names it.
+
+`paper_name` reads it from the title ("RxnFlow: …") or from what the abstract proposes ("We propose
+Recurrent Replay Relevance Distributed DQN (R3D2)"); `mentions` and `says_name` tell whether a
+question or a sentence names it; `named_by` whether a question asks about a paper by its name.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from rag.answering.words import GENERIC, MARKUP, NAME, content_stems, source_sentences
+from rag.core.markup import plain_text
+from rag.core.types import Source
+
+# What an abstract says when it comes to what it proposes: 'We introduce …', 'this paper presents …'.
+PROPOSAL = re.compile(
+    r"\b(?:we|this (?:paper|work)|our (?:method|approach|framework))\s+(?:\w+ly\s+)?"
+    r"(?:propose|present|introduce|develop|design|call|name|term|dub)s?\b",
+    re.IGNORECASE,
+)
+TERMED = re.compile(r"\b(?:called|termed|named|dubbed|coined)\s+([A-Z][\w-]*(?:\s+[A-Z][\w-]*){0,4})")
+ACRONYM = re.compile(r"\(([A-Za-z][\w-]*[A-Z0-9][\w-]*)\)")
+
+
+def paper_name(source: Source) -> str:
+    """What a reader calls the paper: the name its title gives before a colon (RxnFlow), else the name
+    its abstract proposes ("Recurrent Replay Relevance Distributed DQN (R3D2)"), else a real title in
+    quotes; "" for an abstract with neither (the seed abstracts have stand-in titles, not real ones)."""
+    title = source.title.strip()
+    head, colon, _ = title.partition(":")
+    if colon and len(head.split()) <= 4:
+        return plain_text(head.strip())  # "$\epsilon$-VAE" reads "ϵ-VAE"
+    # A stand-in title starts at the abstract's proposal, which the passages given may not include.
+    proposal = next(filter(None, map(PROPOSAL.search, [title, *source_sentences(source)])), None)
+    if proposal:
+        name = proposed_name(proposal.string[proposal.end() :])
+        if name:
+            return name
+    return "" if is_stand_in(title, source) else f"“{plain_text(title)}”"
+
+
+def proposed_name(after: str) -> str:
+    """The name in the words after 'we propose': 'Long Form (ACR)', or the first name-like word."""
+    acronym = ACRONYM.search(after[:100])
+    if acronym and acronym.group(1) not in GENERIC:
+        before = re.split(r",|\b(?:called|termed|named|dubbed|coined)\b", after[: acronym.start()])[-1]
+        words = MARKUP.sub("", before).split()
+        while words and words[0].lower() in ("a", "an", "the", "novel", "new"):
+            words.pop(0)
+        letters = re.sub(r"[^A-Za-z]", "", acronym.group(1))
+        spelled = words[-len(letters) :] if letters else []
+        if spelled and "".join(word[0] for word in spelled).lower() == letters.lower():
+            words = spelled  # "… via cross-domain latent distribution matching (LDM)"
+        return f"{' '.join(words)} ({acronym.group(1)})" if 0 < len(words) <= 6 else acronym.group(1)
+    after = MARKUP.sub("", after)
+    termed = TERMED.search(after)
+    if termed:
+        return termed.group(1)
+    first = re.match(r"\s*([A-Z][\w-]+)\s*[,:(]", after)  # "We present Finedefics, an MLLM …"
+    if first and first.group(1) not in GENERIC:
+        return first.group(1)
+    return next((m.group(0) for m in NAME.finditer(after[:60]) if m.group(0) not in GENERIC), "")
+
+
+def is_stand_in(title: str, source: Source) -> bool:
+    """True for a title made from the abstract's own words (papers without a title get one)."""
+    words = title.rstrip(" …").split()
+    return title.endswith("…") or bool(words) and " ".join(words) in " ".join(source.text.split())
+
+
+def mentions(text: str, name: str) -> bool:
+    """True when the text names the paper: its name, or either part of 'Long Form (ACR)'."""
+    parts = [part.strip(" “”()").lower() for part in re.split(r" \(", name)]
+    return any(part and part in text.lower() for part in parts)
+
+
+def named_by(question: str, source: Source) -> bool:
+    """True when the question names the paper word for word ("… according to Jump Your Steps?") and
+    asks about what its passages say: they hold at least half of the question's other content words.
+    Such a paper is what the asker means even when its passages and the question share little meaning."""
+    name = paper_name(source)
+    if not says_name(question, name):
+        return False
+    rest = content_stems(question) - content_stems(name)
+    return bool(rest) and 2 * len(rest & content_stems(source.text)) >= len(rest)
+
+
+def says_name(text: str, name: str) -> bool:
+    """True when the text has the name, or either part of 'Long Form (ACR)', as a word with its case
+    ("ε-VAE" is "ϵ-VAE"), and the name is one no ordinary word or phrase could be."""
+    text = unicodedata.normalize("NFKC", text)
+    parts = [unicodedata.normalize("NFKC", part.strip(" “”()")) for part in re.split(r" \(", name)]
+    return any(is_proper_name(part) and re.search(rf"(?<!\w){re.escape(part)}(?!\w)", text) for part in parts)
+
+
+def is_proper_name(name: str) -> bool:
+    """Several words, or one with a capital after its first letter or a digit (RxnFlow, JYS, GPT-4), not a
+    field's acronym: matched with its case, "Diffusion Models" in a title is not "diffusion models"."""
+    if len(name.split()) > 1:
+        return True
+    return any(c.isupper() or c.isdigit() for c in name[1:]) and name not in GENERIC
+

@@ -1,0 +1,35 @@
+"""The words and sentences the answering modules read: content stems, numbers and names.
+
+Shared by the sentence scoring (evidence.py), naming (naming.py), acceptance (acceptance.py), citation
+checks (citations.py) and prompts (prompts.py), so none of those calls another for a text helper.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rag.core.markers import split_sentences
+from rag.core.text import EVIDENCE_STOPWORDS
+from rag.core.types import Source
+
+DIGITS = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
+# A name: a word with a capital after its first letter or a digit beside letters (RxnFlow, GPT-4, R3D2, JYS).
+NAME = re.compile(r"\b[A-Za-z][a-z]*[A-Z][\w-]*\b|\b[A-Z]{2,}[\w-]*\b|\b[A-Za-z]+-?\d[\w-]*\b")
+MARKUP = re.compile(r"[_*$\\]")
+# Acronyms of a field, not of one paper's method: never a paper's name.
+GENERIC = frozenset(
+    "AI ML NLP CV RL MARL LLM LLMs MLLM MLLMs VLM VLMs LM LMs GNN GNNs CNN CNNs DNN DNNs SOTA OOD MIA MIAs ASR "
+    "GPT IFDL ICL RLHF QA VQA".split()
+)
+
+
+def content_stems(text: str) -> set[str]:
+    """The first six letters of each meaningful word of four letters or more, so that 'evaluate'
+    and 'evaluated' or 'dataset' and 'datasets' compare equal."""
+    words = re.findall(r"[a-z0-9][a-z0-9\-]{3,}", text.lower())
+    return {word[:6] for word in words if word not in EVIDENCE_STOPWORDS}
+
+
+def source_sentences(source: Source) -> list[str]:
+    """A source's sentences, passage by passage, in abstract order."""
+    return [sentence for part in source.passages for sentence in split_sentences(part)]
