@@ -255,7 +255,7 @@ class RagService:
         if found is None:
             return None
         abstract, meta = found
-        described = Source(paper_id, meta.get("title", ""), abstract, 0.0, meta).to_payload()
+        described = Source.from_text(paper_id, meta.get("title", ""), abstract, 0.0, meta).to_payload()
         return {"paper_id": paper_id, "title": described["title"], "abstract": abstract} | {
             key: described[key] for key in ("authors", "status", "primary_area", "url", "github")
         }

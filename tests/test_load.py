@@ -251,7 +251,7 @@ def test_papers_ingested_by_another_process_appear_while_the_app_serves(
     # ...and every new paper by its title, found by vector search too, not by BM25 alone.
     for paper in papers:
         top = service.retrieve(paper["title"])[0]
-        assert top.paper_id == paper["id"] and top.metadata["match"]["dense_rank"] == 1
+        assert top.paper_id == paper["id"] and top.match.ranks["dense"] == 1
     assert service.stats()["papers"] == 19 + 40
 
 
@@ -267,7 +267,7 @@ def test_a_long_lived_service_sees_what_another_process_wrote(seed_index, embedd
     command = [sys.executable, "-m", "rag.cli", "ingest", "--quiet", str(write_jsonl(tmp_path / "one.jsonl", [paper]))]
     subprocess.run(command, env=environment, cwd=PROJECT_ROOT, check=True, capture_output=True, timeout=300)
     top = service.retrieve(paper["title"])[0]
-    assert top.paper_id == paper["id"] and top.metadata["match"]["dense_rank"] == 1
+    assert top.paper_id == paper["id"] and top.match.ranks["dense"] == 1
     assert service.lexical.current().fingerprint != bm25_before  # BM25 rebuilt for the new paper set
     assert service.stats()["papers"] == 20
 

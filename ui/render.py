@@ -17,7 +17,7 @@ from typing import Any
 from rag.answering.words import source_sentences
 from rag.core.markers import MARKER, attach_marker, split_sentences
 from rag.core.markup import markup_html, plain_text
-from rag.core.types import PASSAGE_GAP, Answer, Source, by_relevance, safe_url
+from rag.core.types import PASSAGE_GAP, Answer, Source, Span, by_relevance, safe_url
 
 WORD = re.compile(r"[a-z0-9]+")
 # Below this share of an answer sentence's words found in a source sentence, nothing is highlighted:
@@ -204,18 +204,15 @@ def passage_html(source: Source, highlight: set[str]) -> str:
     """The passages used, escaped, with the sentences in `highlight` marked.
 
     Neighbouring chunks overlap by design, so a sentence already shown is not repeated, and two
-    passages that touch in the abstract (their `spans`, start/end offsets) are not split by "…".
+    passages that touch in the abstract (their spans, start/end offsets) are not split by "…".
     """
-    parts, spans = source.passages, source.spans
-    touching = [
-        len(spans or []) == len(parts) and index > 0 and spans[index]["start"] <= spans[index - 1]["end"] + 1
-        for index in range(len(parts))
-    ]
+    parts = source.passages
+    touching = [False] + [touch(before.span, after.span) for before, after in zip(parts, parts[1:])]
     shown: set[str] = set()
     html = ""
     for part, joins in zip(parts, touching):
         sentences = []
-        for sentence in split_sentences(part):
+        for sentence in split_sentences(part.text):
             if sentence in shown:
                 continue
             shown.add(sentence)
@@ -224,6 +221,11 @@ def passage_html(source: Source, highlight: set[str]) -> str:
         if sentences:
             html += ("" if not html else " " if joins else escape(PASSAGE_GAP)) + " ".join(sentences)
     return html
+
+
+def touch(before: Span | None, after: Span | None) -> bool:
+    """True when two passages' spans meet in the abstract (at most one character apart)."""
+    return bool(before and after and after.start <= before.end + 1)
 
 
 def supporting_sentences(answer: Answer) -> dict[int, set[str]]:

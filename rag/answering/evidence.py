@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -33,7 +33,7 @@ from rag.answering.words import content_stems, source_sentences
 from rag.core.config import AnswerConfig, RetrievalConfig
 from rag.core.markers import attach_marker
 from rag.core.markup import plain_text
-from rag.core.types import Source
+from rag.core.types import Passage, Source
 from rag.retrieval.refusal import refusal_reason
 
 HOW_MUCH = re.compile(
@@ -230,8 +230,8 @@ def is_background(position: int, sentence: str) -> bool:
 def proposal_position(source: Source) -> int:
     """Where the abstract says what it proposes ('We introduce …'); what comes before is background.
     -1 when it never says so, or when the passages given don't start at the abstract's beginning."""
-    spans = source.spans or [{}]
-    if spans[0].get("start", 0) != 0:
+    first = source.passages[0].span if source.passages else None
+    if first and first.start != 0:
         return -1
     sentences = source_sentences(source)
     return next((i for i, sentence in enumerate(sentences) if PROPOSAL.search(sentence)), -1)
@@ -293,7 +293,7 @@ def evidence_sources(evidence: list[Evidence], sources: list[Source]) -> list[So
     in the order the evidence ranks them. `renumbered` maps the model's `[n]` back."""
     order = list(dict.fromkeys(item.number for item in evidence))
     return [
-        replace(sources[number - 1], text=" ".join(e.sentence for e in evidence if e.number == number))
+        sources[number - 1].with_passages([Passage(" ".join(e.sentence for e in evidence if e.number == number))])
         for number in order
     ]
 

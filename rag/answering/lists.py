@@ -38,12 +38,12 @@ def on_topic(sources: list[Source], topic: str, config: Settings) -> list[Source
     line = config.questions
     relative = relative_evidence(topic, config)
     best_evidence = max(map(evidence_score, sources), default=0.0)
-    best_bm25 = max((float(source.match.get("bm25", 0.0)) for source in sources), default=0.0)
+    best_bm25 = max(((source.match.bm25 or 0.0) for source in sources), default=0.0)
     return [
         source
         for source in sources
         if evidence_score(source) >= max(line.list_min_evidence, relative * best_evidence)
-        and float(source.match.get("bm25", 0.0)) >= line.list_relative_bm25 * best_bm25
+        and (source.match.bm25 or 0.0) >= line.list_relative_bm25 * best_bm25
     ]
 
 

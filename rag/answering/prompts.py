@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 
 from rag.answering.words import content_stems
 from rag.core.markers import MARKER, split_sentences
@@ -94,16 +95,19 @@ def fit_sources(sources: list[Source], budget: int, count_tokens: Callable[[str]
             kept[n][position] = text
             used += header + count_tokens(text)
             included = max(included, n + 1) if round_ == 0 else included
-    return [source.with_passages([kept[n][i] for i in sorted(kept[n])]) for n, source in enumerate(sources[:included])]
+    return [
+        source.with_passages(replace(source.passages[i], text=kept[n][i]) for i in sorted(kept[n]))
+        for n, source in enumerate(sources[:included])
+    ]
 
 
 def _ranked_passages(source: Source) -> list[tuple[int, str]]:
     """(position in the abstract, passage text), best-matching passage first."""
     parts = source.passages
-    scores = [span.get("score", 0.0) for span in source.spans]
-    if len(scores) != len(parts):
-        scores = [-i for i in range(len(parts))]  # no per-passage scores: keep the stored order
-    return sorted(enumerate(parts), key=lambda item: -scores[item[0]])
+    scores = [part.span.score if part.span else None for part in parts]
+    if None in scores:
+        return list(enumerate(part.text for part in parts))  # no per-passage scores: keep the stored order
+    return sorted(enumerate(part.text for part in parts), key=lambda item: -(scores[item[0]] or 0.0))
 
 
 def _leading_sentences(text: str, room: int, count_tokens: Callable[[str], int]) -> str:

@@ -32,4 +32,4 @@ def content_stems(text: str) -> set[str]:
 
 def source_sentences(source: Source) -> list[str]:
     """A source's sentences, passage by passage, in abstract order."""
-    return [sentence for part in source.passages for sentence in split_sentences(part)]
+    return [sentence for part in source.passages for sentence in split_sentences(part.text)]

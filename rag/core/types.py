@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 from urllib.parse import urlparse
@@ -13,23 +14,71 @@ PASSAGE_GAP = " … "  # between passages of one abstract that are not next to e
 
 
 @dataclass(frozen=True)
+class Span:
+    """Where a passage sits in its abstract (character offsets) and the cosine of its best chunk."""
+
+    start: int
+    end: int
+    score: float
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One passage of an abstract, as retrieval found it; `span` is None for text given whole (no chunks)."""
+
+    text: str
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class Match:
+    """Why a paper ranked: its rank in each ranking, its BM25 and fused scores, relevance, coverage.
+
+    A paper whose chunks vanished since BM25 was built knows only its coverage (the rest None).
+    """
+
+    ranks: dict[str, int] = field(default_factory=dict)  # ranking name ("dense", "bm25") -> 1-based rank
+    bm25: float | None = None
+    fused: float | None = None
+    relevance: float | None = None  # the fused score over the best possible, 0..1 (see Source.relevance)
+    coverage: float = 0.0  # the share of the question's words the paper holds (rag.index.lexical)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The flat form `--json` shows: `<ranking>_rank` keys, then the scores that are known."""
+        scores = {"bm25": self.bm25, "fused": self.fused, "relevance": self.relevance}
+        return {
+            **{f"{name}_rank": rank for name, rank in self.ranks.items()},
+            **{name: value for name, value in scores.items() if value is not None},
+            "coverage": self.coverage,
+        }
+
+
+@dataclass(frozen=True)
 class Source:
     """One retrieved paper: its best passage(s) and how well they matched the question."""
 
     paper_id: str
     title: str
-    text: str
+    passages: tuple[Passage, ...]  # in abstract order; overlapping chunks already merged
     score: float
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)  # the stored paper's fields (see below)
+    match: Match = field(default_factory=Match)  # all unknown (None) for a source not made by retrieval
+
+    @classmethod
+    def from_text(
+        cls, paper_id: str, title: str, text: str, score: float = 0.0, metadata: dict[str, Any] | None = None
+    ) -> Source:
+        """A source holding `text` (a whole abstract, say) as its one passage, with no span or match."""
+        return cls(paper_id, title, (Passage(text),), score, dict(metadata or {}))
 
     @property
-    def passages(self) -> list[str]:
-        """The passages of the abstract this source holds, in abstract order (see `with_passages`)."""
-        return self.text.split(PASSAGE_GAP)
+    def text(self) -> str:
+        """The passages joined, in abstract order, with " … " between them: what the APIs show as `passage`."""
+        return PASSAGE_GAP.join(passage.text for passage in self.passages)
 
-    def with_passages(self, passages: list[str]) -> Source:
+    def with_passages(self, passages: Iterable[Passage]) -> Source:
         """This source holding these passages instead (e.g. trimmed to fit a prompt)."""
-        return replace(self, text=PASSAGE_GAP.join(passages))
+        return replace(self, passages=tuple(passages))
 
     # The stored paper's fields (rag.ingest.papers.Paper.metadata), read here and nowhere by key.
 
@@ -54,16 +103,6 @@ class Source:
         return str(self.metadata.get("github") or "").split()
 
     @property
-    def spans(self) -> list[dict[str, Any]]:
-        """Where each passage sits in the abstract ({start, end, score}), one per passage."""
-        return list(self.metadata.get("passages") or [])
-
-    @property
-    def match(self) -> dict[str, Any]:
-        """Why the paper ranked: its rank in each ranking, BM25 and fused scores, relevance, coverage."""
-        return dict(self.metadata.get("match", {}))
-
-    @property
     def relevance(self) -> float:
         """How well the paper ranked for the question, 0..1: what people are shown, as a percentage.
 
@@ -73,7 +112,23 @@ class Source:
         paper's, or below zero. This one follows the ranking (except where MMR reorders it, which
         is why lists are sorted by it), and it still says when even the top paper is a weak match.
         """
-        return float(self.match.get("relevance", 0.0))
+        return float(self.match.relevance or 0.0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The source as `rag ask --json` shows it: the joined text, and the spans and match inside
+        `metadata` (under "passages" and "match"), as before passages were typed."""
+        spans = [asdict(passage.span) for passage in self.passages if passage.span]
+        return {
+            "paper_id": self.paper_id,
+            "title": self.title,
+            "text": self.text,
+            "score": self.score,
+            "metadata": {
+                **self.metadata,
+                **({"passages": spans} if spans else {}),
+                "match": self.match.to_dict(),
+            },
+        }
 
     def to_payload(self) -> dict[str, Any]:
         """The paper as every API shows it (the app's /ask, /v1, MCP): flat JSON, lists for links and authors."""
@@ -154,7 +209,11 @@ class Answer:
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "cited": self.cited}
+        return {
+            **asdict(self),
+            "sources": [source.to_dict() for source in self.sources],
+            "cited": self.cited,
+        }
 
     def to_payload(self) -> dict[str, Any]:
         """The answer as the APIs return it (the app's /ask, the `rag` field of /v1 answers, MCP's `ask`)."""

@@ -12,7 +12,7 @@ def evidence_score(source: Source) -> float:
     Cosine alone confuses near misses (a question on membership inference reaches a model
     inversion paper at 0.49); the coverage term notices the telling word the paper lacks.
     """
-    return source.score + source.match.get("coverage", 0.0)
+    return source.score + source.match.coverage
 
 
 def refusal_reason(sources: list[Source], config: RetrievalConfig) -> str | None:
@@ -23,7 +23,7 @@ def refusal_reason(sources: list[Source], config: RetrievalConfig) -> str | None
     if top.score < config.min_score:
         return f"best match {top.score:.2f}, below the {config.min_score:.2f} similarity threshold"
     if evidence_score(top) < config.min_evidence:
-        coverage = top.match.get("coverage", 0.0)
+        coverage = top.match.coverage
         return (
             f"best match {top.score:.2f} similar and holding {coverage:.0%} of the question's weighted words: "
             f"evidence {evidence_score(top):.2f}, below the {config.min_evidence:.2f} threshold"

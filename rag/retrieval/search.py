@@ -27,7 +27,7 @@ from langchain_core.documents import Document
 
 from rag.core.config import RetrievalConfig
 from rag.core.filters import Filters
-from rag.core.types import PASSAGE_GAP, Source, safe_links
+from rag.core.types import Match, Passage, Source, Span, safe_links
 from rag.index.store import PaperIndex, passage
 from rag.retrieval import stages
 
@@ -66,7 +66,7 @@ class Retriever:
         self.stages = stages.build(config.stages)
 
     def retrieve(self, question: str, k: int, filters: Filters, state: Revision | None = None) -> list[Source]:
-        """The top k papers, one Source each, best first; `metadata["match"]` says why each ranked.
+        """The top k papers, one Source each, best first; `match` says why each ranked.
 
         `state` is the index's state if the caller has just read it.
         """
@@ -123,41 +123,39 @@ class Retriever:
     def _source(self, candidate: Candidate, coverage: float, first_everywhere: float) -> Source:
         kept = candidate.chunks[: self.config.passages_per_paper]
         if not kept:  # a paper whose chunks vanished since BM25 was built: show what the ranking knows
-            return Source(candidate.paper_id, candidate.paper_id, "", 0.0, {"match": {"coverage": coverage}})
+            return Source(candidate.paper_id, candidate.paper_id, (Passage(""),), 0.0, match=Match(coverage=coverage))
         # Stored text is untrusted (any file, any writer to a shared server): links leave here http(s) only.
         metadata = safe_links({key: value for key, value in kept[0][0].metadata.items() if key not in CHUNK_FIELDS})
-        text, metadata["passages"] = joined(kept)
-        metadata["match"] = {
-            **{f"{name}_rank": rank for name, rank in candidate.ranks.items()},
-            "bm25": round(candidate.bm25, 3),
-            "fused": round(candidate.fused, 5),
+        match = Match(
+            ranks=dict(candidate.ranks),
+            bm25=round(candidate.bm25, 3),
+            fused=round(candidate.fused, 5),
             # The fused score as a share of the best possible (first in every ranking): 0..1, and
             # in the order papers are ranked, unlike the cosine in `score` (see Source.relevance).
-            "relevance": round(candidate.fused / first_everywhere, 3) if first_everywhere else 0.0,
-            "coverage": round(coverage, 3),
-        }
+            relevance=round(candidate.fused / first_everywhere, 3) if first_everywhere else 0.0,
+            coverage=round(coverage, 3),
+        )
         return Source(
             paper_id=candidate.paper_id,
             title=metadata.get("title", candidate.paper_id),
-            text=text,
+            passages=merged_passages(kept),
             score=round(candidate.score, 4),
             metadata=metadata,
+            match=match,
         )
 
 
-def joined(hits: list[tuple[Document, float, Any]]) -> tuple[str, list[dict]]:
-    """The passages of (chunk, score, vector) hits in abstract order, with their spans; overlapping
+def merged_passages(hits: list[tuple[Document, float, Any]]) -> tuple[Passage, ...]:
+    """The passages of (chunk, score, vector) hits in abstract order, each with its span; overlapping
     passages are merged (neighbouring chunks share a sentence by design), so no sentence repeats."""
-    pieces: list[str] = []
-    spans: list[dict] = []
+    passages: list[Passage] = []
     for chunk, score, _ in sorted(hits, key=lambda hit: hit[0].metadata.get("start", 0)):
         start, text = chunk.metadata.get("start", 0), passage(chunk)
         end, score = start + len(text), round(score, 4)
-        if spans and start <= spans[-1]["end"]:
-            last = spans[-1]
-            pieces[-1] += text[last["end"] - start :]
-            last["end"], last["score"] = max(last["end"], end), max(last["score"], score)
+        last = passages[-1].span if passages else None
+        if last and start <= last.end:
+            merged = Span(last.start, max(last.end, end), max(last.score, score))
+            passages[-1] = Passage(passages[-1].text + text[last.end - start :], merged)
         else:
-            pieces.append(text)
-            spans.append({"start": start, "end": end, "score": score})
-    return PASSAGE_GAP.join(pieces), spans
+            passages.append(Passage(text, Span(start, end, score)))
+    return tuple(passages)

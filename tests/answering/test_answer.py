@@ -34,8 +34,8 @@ def test_sources_are_papers_ranked_once_each(seeded):
     assert len(sources) == 5
     assert len({source.paper_id for source in sources}) == 5
     for source in sources:
-        for span in source.metadata["passages"]:
-            assert span["end"] > span["start"]
+        for passage in source.passages:
+            assert passage.span and passage.span.end > passage.span.start
 
 
 def test_an_unanswerable_question_is_refused_in_words_naming_the_closest_papers_once(seeded):
@@ -91,8 +91,8 @@ def test_filters_restrict_retrieval(sample_service):
 
 class TestCitationChecker:
     SOURCES = [
-        Source("a", "A", "RxnFlow uses 1.2 million reaction templates. It assembles molecules.", 0.9),
-        Source("b", "B", "Hanabi is a cooperative card game for two to five players.", 0.8),
+        Source.from_text("a", "A", "RxnFlow uses 1.2 million reaction templates. It assembles molecules.", 0.9),
+        Source.from_text("b", "B", "Hanabi is a cooperative card game for two to five players.", 0.8),
     ]
 
     @pytest.fixture

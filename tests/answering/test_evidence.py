@@ -19,14 +19,14 @@ from rag.core.config import AnswerConfig, RetrievalConfig
 from rag.core.markers import split_sentences
 from rag.core.types import SentenceCheck, Source
 
-RXNFLOW = Source(
+RXNFLOW = Source.from_text(
     "p1",
     "RxnFlow: Generative Flows on Synthetic Pathway for Drug Design",
     "Generative models for drug discovery often ignore synthesis. We use 1.2 million building blocks and "
     "71 reaction templates. RxnFlow improves docking scores.",
     0.7,
 )
-SEEDLIKE = Source(
+SEEDLIKE = Source.from_text(
     "p2",
     "We propose R3D2, a generalist agent for Hanabi …",
     "Hanabi is a cooperative card game. We propose R3D2, a generalist agent that plays with any number of players.",
@@ -37,7 +37,7 @@ SEEDLIKE = Source(
 def test_the_paper_name_comes_from_the_title_or_from_what_the_abstract_proposes():
     assert paper_name(RXNFLOW) == "RxnFlow"
     assert paper_name(SEEDLIKE) == "R3D2"
-    plain = Source("p3", "Learning to Rank Abstracts", "We study ranking.", 0.5)
+    plain = Source.from_text("p3", "Learning to Rank Abstracts", "We study ranking.", 0.5)
     assert paper_name(plain) == "“Learning to Rank Abstracts”"
 
 
@@ -82,7 +82,7 @@ def test_a_term_the_sentence_coins_must_be_in_its_source():
 
 def test_an_abstract_that_never_says_what_it_proposes_has_no_proposal_sentence():
     assert proposal_position(SEEDLIKE) == 1
-    plain = Source("p3", "Specialist Models", "Specialist models are strong. We build them from generic data.", 0.5)
+    plain = Source.from_text("p3", "Specialist Models", "Specialist models are strong. We build them from generic data.", 0.5)
     assert proposal_position(plain) == -1  # its opening sentence is not taken for a proposal
 
 
@@ -141,7 +141,7 @@ def test_another_papers_sentence_joins_only_when_it_scores_almost_as_well(embedd
     """A question about one paper is answered by it: the second paper's sentence on templates scores
     close to RxnFlow's own, yet joins only under a wide `other_paper_margin`; the first-ranked paper
     joins a lower-ranked paper's best sentence within half the evidence margin."""
-    other = Source(
+    other = Source.from_text(
         "p9", "SynFlow: Templates for Molecules", "SynFlow uses 80 reaction templates to build molecules.", 0.6
     )
     question = "How many reaction templates does RxnFlow use?"
@@ -161,10 +161,10 @@ def test_another_papers_sentence_joins_only_when_it_scores_almost_as_well(embedd
 def test_a_paper_named_in_quotes_or_latex_reads_as_text_and_each_sentence_keeps_its_marker():
     """The second sentence opens with its paper's title in curly quotes: it is a sentence of its own (it
     used to be merged into the first, both markers at the end), and a LaTeX name reads as text."""
-    epsilon = Source(
+    epsilon = Source.from_text(
         "p3", "$\\epsilon$-VAE: Denoising as Visual Decoding", "We replace the decoder with diffusion.", 0.6
     )
-    rotation = Source(
+    rotation = Source.from_text(
         "p4", "Restructuring Vector Quantization with the Rotation Trick", "Gradients pass the quantizer.", 0.5
     )
     evidence = [
@@ -196,7 +196,7 @@ def test_a_paper_the_question_names_answers_though_it_shares_little_meaning_with
         ("Which agent plays Hanabi with any number of players?", SEEDLIKE, False),  # the name isn't in it
         (
             "What do diffusion models generate for proteins?",
-            Source("p5", "Diffusion Models: A Survey", "Diffusion models generate proteins.", 0.5),
+            Source.from_text("p5", "Diffusion Models: A Survey", "Diffusion models generate proteins.", 0.5),
             False,
         ),
     ],
@@ -208,8 +208,8 @@ def test_a_question_names_a_paper_by_a_proper_name_and_asks_what_its_abstract_ho
 def test_a_paper_the_question_names_is_not_ranked_down(embeddings):
     """The rank penalty favours the first-ranked paper, except over the paper the question names
     ("ε-VAE", the title's "$\\epsilon$-VAE")."""
-    rotation = Source("p4", "Restructuring Vector Quantization with the Rotation Trick", "Encoder outputs rotate.", 0.6)
-    epsilon = Source(
+    rotation = Source.from_text("p4", "Restructuring Vector Quantization with the Rotation Trick", "Encoder outputs rotate.", 0.6)
+    epsilon = Source.from_text(
         "p3", "$\\epsilon$-VAE: Denoising as Visual Decoding", "We replace the decoder with diffusion.", 0.5
     )
     picker = EvidencePicker(embeddings, AnswerConfig(), RetrievalConfig(min_evidence=0))

@@ -28,7 +28,6 @@ from rag.answering.providers import bundled_gguf, looping, unusable
 from rag.core.config import load_config
 from rag.core.errors import ModelError
 from rag.core.markers import MARKER
-from rag.core.types import PASSAGE_GAP as GAP
 from rag.core.types import Answer, Source
 from rag.index.embeddings import CachedEmbeddings
 from rag.ingest.papers import load_papers
@@ -135,18 +134,18 @@ def test_the_bundled_gguf_is_found_without_importing_its_package():
 def test_sources_are_trimmed_to_the_budget_best_passages_first(seeded):
     sources = seeded.retrieve("diffusion models for molecules and language", k=5)
     count = approximate_tokens
-    full = sum(count(f"[{n}] {s.title}\n") + sum(map(count, s.text.split(GAP))) for n, s in enumerate(sources, 1))
+    full = sum(count(f"[{n}] {s.title}\n") + sum(count(passage.text) for passage in s.passages) for n, s in enumerate(sources, 1))
     assert fit_sources(sources, full, count) == sources  # a budget that fits changes nothing
     budget = full // 3
     fitted = fit_sources(sources, budget, count)
-    used = sum(count(f"[{n}] {s.title}\n") + sum(map(count, s.text.split(GAP))) for n, s in enumerate(fitted, 1))
+    used = sum(count(f"[{n}] {s.title}\n") + sum(count(passage.text) for passage in s.passages) for n, s in enumerate(fitted, 1))
     assert used <= budget and fitted != sources
     assert [s.paper_id for s in fitted] == [s.paper_id for s in sources[: len(fitted)]]  # numbering kept
     assert len(fitted) >= 2  # a second paper's best passage comes before the first paper's second one
     for fit, source in zip(fitted, sources):
-        spans = source.metadata["passages"]
-        best = source.text.split(GAP)[max(range(len(spans)), key=lambda i: spans[i]["score"])]
-        assert any(best.startswith(part) for part in fit.text.split(GAP))
+        best = max(source.passages, key=lambda passage: passage.span.score if passage.span else 0.0)
+        assert any(best.text.startswith(part.text) for part in fit.passages)
+        assert {part.span for part in fit.passages} <= {passage.span for passage in source.passages}
 
 
 @pytest.mark.parametrize(
@@ -181,7 +180,7 @@ def test_the_checker_drops_repeats_and_an_unfinished_tail(embeddings):
 
 def seed_source(phrase: str) -> Source:
     [paper] = [p for p in load_papers([SEED_FILE]) if phrase in p.abstract]
-    return Source(paper.paper_id, paper.title, paper.abstract, 0.9)
+    return Source.from_text(paper.paper_id, paper.title, paper.abstract, 0.9)
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,7 @@ SPECIALS = "100% of #1 & $5 a_b ~x^2 back\\slash"
 
 
 def paper(paper_id: str, title: str, **metadata) -> Source:
-    return Source(paper_id, title, "An abstract.", 0.5, metadata)
+    return Source.from_text(paper_id, title, "An abstract.", 0.5, metadata)
 
 
 POISONED = [

@@ -13,7 +13,7 @@ import pytest
 from conftest import FULL_LIST, SEED_FILE, settings_for, write_jsonl
 
 from rag.core.markers import MARKER
-from rag.core.types import Answer, SentenceCheck, Source
+from rag.core.types import Answer, Match, Passage, SentenceCheck, Source, Span
 from rag.service import RagService
 from ui.app import ChatHandlers, build_app
 from ui.render import answer_html, safe_url, sources_panel_html
@@ -184,7 +184,7 @@ POISON = {
 
 
 def test_untrusted_text_is_escaped_and_bad_links_dropped():
-    source = Source(POISON["id"], POISON["title"], POISON["abstract"], 0.9, {"url": POISON["url"], "github": ""})
+    source = Source.from_text(POISON["id"], POISON["title"], POISON["abstract"], 0.9, {"url": POISON["url"], "github": ""})
     sentence = "We generate synthesizable molecules from reaction templates <img src=x onerror=alert(2)>."
     answer = Answer(
         question="<b>q</b>",
@@ -281,7 +281,7 @@ def rendered(answer: Answer) -> tuple[str, str]:
 
 def sample_answer(**fields) -> Answer:
     sentence = "We reach 100\\% validity with $\\tau$-leaping and **71 templates**."
-    source = Source("p1", "The $\\mathcal{O}(n)$ paper", f"{sentence} Then \\textbf{{1)}} more.", 0.5, {})
+    source = Source.from_text("p1", "The $\\mathcal{O}(n)$ paper", f"{sentence} Then \\textbf{{1)}} more.", 0.5, {})
     return Answer(
         question="q",
         text=f"{sentence} [1]",
@@ -325,7 +325,7 @@ def test_latex_and_emphasis_are_rendered_in_the_answer_and_the_cards():
 
 def test_sources_are_shown_best_first_with_a_readable_relevance():
     def source(paper_id: str, cosine: float, relevance: float) -> Source:
-        return Source(paper_id, f"title {paper_id}", "Text.", cosine, {"match": {"relevance": relevance}})
+        return Source(paper_id, f"title {paper_id}", (Passage("Text."),), cosine, match=Match(relevance=relevance))
 
     # As MMR may leave them: [2] ranked below [3]; [3] found by BM25 alone, its cosine below zero.
     sources = [source("a", 0.6, 1.0), source("b", 0.5, 0.4), source("c", -0.1, 0.55)]
@@ -346,9 +346,9 @@ def test_the_seeded_sources_panel_shows_relevance_in_rank_order(seeded):
 def test_overlapping_passages_show_each_sentence_once():
     from ui.render import passage_html
 
-    spans = [{"start": 0, "end": 26}, {"start": 13, "end": 42}, {"start": 90, "end": 100}]
-    passages = ["One is here. Two is there.", "Two is there. Three ends it.", "Far away."]
-    source = Source("p", "P", "", 0.5, {"passages": spans}).with_passages(passages)
+    spans = [Span(0, 26, 0.5), Span(13, 42, 0.5), Span(90, 100, 0.5)]
+    texts = ["One is here. Two is there.", "Two is there. Three ends it.", "Far away."]
+    source = Source("p", "P", tuple(map(Passage, texts, spans)), 0.5)
     shown = text_of(passage_html(source, {"Three ends it."}))
     assert shown == "One is here. Two is there. Three ends it. … Far away."
     assert "<mark>Three ends it.</mark>" in passage_html(source, {"Three ends it."})
@@ -385,7 +385,7 @@ def test_the_download_buttons_hold_the_latest_answers_papers_and_hide_without_an
 
 
 def test_a_list_answer_renders_poisoned_papers_as_inert_text():
-    poisoned = Source(
+    poisoned = Source.from_text(
         "p1",
         '<img src=x onerror="alert(1)"> Evil [x](javascript:alert(2))',
         "We <script>alert(3)</script> study mixture-of-experts.",

@@ -70,8 +70,8 @@ def test_each_mode_ranks_the_described_paper_first_with_k_distinct_papers(listed
     sources = service.retrieve("an agent that plays the cooperative card game Hanabi with new partners", k=4)
     assert sources[0].paper_id == gold_of("Hanabi")
     assert len({source.paper_id for source in sources}) == len(sources) == 4
-    match = sources[0].metadata["match"]
-    assert ("dense_rank" in match) == (mode != "bm25") and ("bm25_rank" in match) == (mode != "dense")
+    ranks = sources[0].match.ranks
+    assert ("dense" in ranks) == (mode != "bm25") and ("bm25" in ranks) == (mode != "dense")
     # Whichever ranking found it, a source carries its best passages and their cosine similarity.
     assert sources[0].text and 0.3 < sources[0].score <= 1.0
     assert all(-1.0 <= source.score <= 1.0 and source.text for source in sources)
@@ -127,9 +127,11 @@ def test_overlapping_passages_of_a_paper_are_merged_into_spans_of_its_abstract(l
     abstracts = {f"p{i:02d}": text for i, text in enumerate(seed_abstracts())}
     sources = service.retrieve("molecules generated from reaction templates and building blocks", k=5)
     for source in sources:
-        parts, spans = source.text.split(PASSAGE_GAP), source.metadata["passages"]
-        assert parts == [abstracts[source.paper_id][span["start"] : span["end"]] for span in spans]
-        assert all(spans[i]["end"] < spans[i + 1]["start"] for i in range(len(spans) - 1))
+        spans = [passage.span for passage in source.passages if passage.span]
+        assert len(spans) == len(source.passages)
+        assert [p.text for p in source.passages] == [abstracts[source.paper_id][s.start : s.end] for s in spans]
+        assert all(spans[i].end < spans[i + 1].start for i in range(len(spans) - 1))
+        assert source.text == PASSAGE_GAP.join(p.text for p in source.passages)
     # Seed abstracts of over 1,500 characters take two or more 200-token chunks; with three passages
     # per paper, one whole abstract comes back as a single span, each overlap once.
     assert any(source.text == abstracts[source.paper_id] and len(source.text) > 1500 for source in sources)
@@ -272,7 +274,7 @@ def test_an_ingest_by_another_process_reaches_a_running_service(make_service, tm
         timeout=600,
     )
     [top] = service.retrieve("wombat telemetry", k=1)
-    assert top.paper_id == "w9" and top.metadata["match"]["bm25_rank"] == 1 and "wombats" in top.text
+    assert top.paper_id == "w9" and top.match.ranks["bm25"] == 1 and "wombats" in top.text
     assert service.lexical.rebuilds == 1  # rebuilt once from the papers collection, for the new state
 
 

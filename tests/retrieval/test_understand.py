@@ -12,7 +12,7 @@ from conftest import MOE, settings_for
 from rag.answering.lists import best_sentence, names, on_topic
 from rag.core.config import load_config
 from rag.core.filters import Filters
-from rag.core.types import Source
+from rag.core.types import Match, Passage, Source
 from rag.retrieval.understand import alternatives, understand, without_kind_words
 from rag.service import RagService
 
@@ -155,7 +155,7 @@ def test_a_topic_that_describes_rather_than_names_draws_a_looser_line():
     """Papers on a long, descriptive topic hold fewer of its words than papers on a name do: the second
     paper, at 78% of the best one's evidence, is on a described topic but not on a named one."""
     papers = [
-        Source(paper_id, paper_id, "", cosine, {"match": {"coverage": coverage, "bm25": 10.0}})
+        Source(paper_id, paper_id, (Passage(""),), cosine, match=Match(coverage=coverage, bm25=10.0))
         for paper_id, cosine, coverage in (("SeaDAG", 0.7, 0.9), ("LayerDAG", 0.6, 0.65))
     ]
     config = load_config("extractive")
@@ -170,7 +170,7 @@ def test_a_listed_paper_is_shown_by_what_it_does_rather_than_by_its_background()
         "Existing handwritten text generation methods focus on isolated words. "
         "We propose DiffBrush, a diffusion model for handwritten text-line generation."
     )
-    source = Source("p", "Beyond Isolated Words", abstract, 0.5)
+    source = Source.from_text("p", "Beyond Isolated Words", abstract, 0.5)
     assert best_sentence(source, "handwritten text generation").startswith("We propose DiffBrush")
 
 
