@@ -33,7 +33,15 @@ from rag.core.types import Answer, Source
 from rag.index.access import IndexAccess
 from rag.index.embeddings import CachedEmbeddings, load_tokenizer, make_embeddings
 from rag.index.lexical import LexicalStore, Revision
-from rag.index.setup import Choice, IndexSetup, check_index_folder, choose_index, stored_indexes
+from rag.index.setup import (
+    Choice,
+    IndexFiles,
+    IndexSetup,
+    check_index_folder,
+    choose_index,
+    index_files,
+    stored_indexes,
+)
 from rag.index.store import PaperIndex, open_client
 from rag.ingest.chunking import Chunker
 from rag.ingest.papers import load_papers
@@ -121,9 +129,10 @@ class RagService:
     @cached_property
     def index(self) -> PaperIndex:
         setup = IndexSetup.of(self.choice.config)
+        name = setup.collection_name()
         # Chroma's file, whose stat tells of writes (PaperIndex.revision); unknown for a client passed in.
-        database = self.config.vectorstore.path / "chroma.sqlite3" if self.access.enabled else None
-        index = PaperIndex(self.client, setup.collection_name(), self.embeddings, self.where, database, setup)
+        database = self._files(name).database if self.access.enabled else None
+        index = PaperIndex(self.client, name, self.embeddings, self.where, database, setup)
         if self.access.enabled:
             self.access.opened(index.revision())
         return index
@@ -131,11 +140,11 @@ class RagService:
     @cached_property
     def lexical(self):
         """The BM25 index, beside the vector index (persistent) or in a local cache (Chroma server)."""
-        store, name = self.config.vectorstore, self.index.name
-        if store.mode == "persistent":
-            return LexicalStore(self.index, store.path / f"{name}-bm25")
-        server = re.sub(r"[^A-Za-z0-9.-]+", "_", f"{store.host}-{store.port}-{store.tenant}-{store.database}")
-        return LexicalStore(self.index, self.config.retrieval.lexical_cache / server / f"{name}-bm25")
+        return LexicalStore(self.index, self._files(self.index.name).bm25)
+
+    def _files(self, collection: str) -> IndexFiles:
+        """Where the collection's files are (rag/index/setup.py knows Chroma's layout)."""
+        return index_files(self.config.vectorstore, collection, self.config.retrieval.lexical_cache)
 
     @cached_property
     def retriever(self) -> Retriever:
