@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from rag.answering.citations import CitationChecker
 from rag.answering.evidence import EvidencePicker
 from rag.answering.lists import compare_answer, list_answer
-from rag.answering.pipeline import AnswerPipeline, Standalone, standalone_question
+from rag.answering.pipeline import AnswerPipeline
 from rag.answering.providers import Provider, make_provider
 from rag.core.config import BUNDLED_SEEDS, Settings, checked_k, load_config
 from rag.core.errors import InputError, RagError
@@ -46,6 +46,7 @@ from rag.index.store import PaperIndex, open_client
 from rag.ingest.chunking import Chunker
 from rag.ingest.papers import load_papers
 from rag.ingest.pipeline import IngestReport, ingest_papers
+from rag.retrieval.followup import Standalone, standalone_question
 from rag.retrieval.refusal import refusal_reason
 from rag.retrieval.search import Retriever
 from rag.retrieval.understand import Understood, alternatives, without_kind_words
