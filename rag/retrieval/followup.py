@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
-from rag.core.errors import ModelError
+from rag.core.errors import InputError, ModelError
+from rag.core.text import not_text
 
 FOLLOW_UP = re.compile(r"\b(it|its|they|their|them|this|that|these|those|the paper|the method)\b", re.IGNORECASE)
 
@@ -46,3 +47,19 @@ def standalone_question(
         # Without a model, or when its rewrite is unusable: the rule, last question + this one.
         return Standalone(f"{history[-1][0]} {question}", model_failure=str(err))
     return Standalone(rewritten or f"{history[-1][0]} {question}")
+
+
+def checked_standalone(
+    question: str, history: list[tuple[str, str]], rewriter: Callable[[], Rewriter], clean: Callable[[str, str], str]
+) -> Standalone:
+    """The (clean) question made self-contained with the history; each other text is checked first with
+    `clean(text, what)`, and a refusal names the one refused: a question of the history, its answer, or
+    the rewritten follow-up (a question that is not a follow-up was cleaned already)."""
+    for number, (asked, replied) in enumerate(history, start=1):
+        clean(asked, f"question {number} of the history")
+        if problem := not_text(replied):
+            raise InputError(f"answer {number} of the history {problem}")
+    standalone = standalone_question(question, history, rewriter)
+    if standalone.question == question:
+        return standalone
+    return replace(standalone, question=clean(standalone.question, "the follow-up rewritten with the conversation"))
