@@ -19,7 +19,7 @@ import statistics
 import time
 from pathlib import Path
 
-from rag.answering.lists import list_answer
+from rag.answering.lists import list_answer, topic_rankings
 from rag.core.config import with_overrides
 from rag.core.filters import Filters
 from rag.retrieval.understand import understand, without_kind_words
@@ -130,7 +130,7 @@ def ceiling(args: argparse.Namespace, questions: list[dict]) -> int:
         asked = service.understand(question["question"])
         topic = without_kind_words(asked)
         applied = asked.applied(Filters(), frozenset())
-        rankings = service.topic_rankings(topic, applied)
+        rankings = topic_rankings(topic, applied, service.retrieve, service.config)
         gold = len(question["gold"])
         counts = [list_answer(topic, applied, rankings, config, question="").count or 0 for config in settings]
         within.append([abs(count - gold) <= 0.2 * gold for count in counts])

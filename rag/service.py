@@ -9,7 +9,6 @@ to, in `rag.index.access`.
 from __future__ import annotations
 
 import logging
-import re
 import sys
 import threading
 from collections import OrderedDict
@@ -22,32 +21,39 @@ from typing import TYPE_CHECKING
 
 from rag.answering.citations import CitationChecker
 from rag.answering.evidence import EvidencePicker
-from rag.answering.lists import compare_answer, list_answer
-from rag.answering.pipeline import AnswerPipeline, Standalone, standalone_question
+from rag.answering.lists import many_papers_answer
+from rag.answering.pipeline import AnswerPipeline
 from rag.answering.providers import Provider, make_provider
 from rag.core.config import BUNDLED_SEEDS, Settings, checked_k, load_config
-from rag.core.errors import InputError, RagError
+from rag.core.errors import RagError
 from rag.core.filters import PICKERS, Filters
-from rag.core.text import not_text
+from rag.core.text import clean_question
 from rag.core.types import Answer, Source
 from rag.index.access import IndexAccess
 from rag.index.embeddings import CachedEmbeddings, load_tokenizer, make_embeddings
 from rag.index.lexical import LexicalStore, Revision
-from rag.index.setup import Choice, IndexSetup, check_index_folder, choose_index, stored_indexes
+from rag.index.setup import (
+    Choice,
+    IndexFiles,
+    IndexSetup,
+    check_index_folder,
+    choose_index,
+    index_files,
+    stored_indexes,
+)
 from rag.index.store import PaperIndex, open_client
 from rag.ingest.chunking import Chunker
 from rag.ingest.papers import load_papers
 from rag.ingest.pipeline import IngestReport, ingest_papers
-from rag.retrieval.refusal import refusal_reason
+from rag.retrieval.followup import Standalone, checked_standalone
 from rag.retrieval.search import Retriever
-from rag.retrieval.understand import Understood, alternatives, without_kind_words
+from rag.retrieval.understand import Understood
 from rag.retrieval.understand import understand as understand_question
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
     from langchain_core.runnables import Runnable
 
-CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 log = logging.getLogger(__name__)
 
 
@@ -121,9 +127,10 @@ class RagService:
     @cached_property
     def index(self) -> PaperIndex:
         setup = IndexSetup.of(self.choice.config)
+        name = setup.collection_name()
         # Chroma's file, whose stat tells of writes (PaperIndex.revision); unknown for a client passed in.
-        database = self.config.vectorstore.path / "chroma.sqlite3" if self.access.enabled else None
-        index = PaperIndex(self.client, setup.collection_name(), self.embeddings, self.where, database, setup)
+        database = self._files(name).database if self.access.enabled else None
+        index = PaperIndex(self.client, name, self.embeddings, self.where, database, setup)
         if self.access.enabled:
             self.access.opened(index.revision())
         return index
@@ -131,11 +138,11 @@ class RagService:
     @cached_property
     def lexical(self):
         """The BM25 index, beside the vector index (persistent) or in a local cache (Chroma server)."""
-        store, name = self.config.vectorstore, self.index.name
-        if store.mode == "persistent":
-            return LexicalStore(self.index, store.path / f"{name}-bm25")
-        server = re.sub(r"[^A-Za-z0-9.-]+", "_", f"{store.host}-{store.port}-{store.tenant}-{store.database}")
-        return LexicalStore(self.index, self.config.retrieval.lexical_cache / server / f"{name}-bm25")
+        return LexicalStore(self.index, self._files(self.index.name).bm25)
+
+    def _files(self, collection: str) -> IndexFiles:
+        """Where the collection's files are (rag/index/setup.py knows Chroma's layout)."""
+        return index_files(self.config.vectorstore, collection, self.config.retrieval.lexical_cache)
 
     @cached_property
     def retriever(self) -> Retriever:
@@ -286,17 +293,14 @@ class RagService:
 
     def retrieve(self, question: str, k: int | None = None, filters: Filters | None = None) -> list[Source]:
         """The top-k papers for a question, one Source each, best first."""
-        question = self.clean_question(question)
+        return self._search(self.clean_question(question), k, filters)
+
+    def _search(self, question: str, k: int | None = None, filters: Filters | None = None) -> list[Source]:
+        """`retrieve` for a question cleaned already (each question is cleaned once, where it comes in)."""
         k = self.config.retrieval.k if k is None else checked_k(k)
         self.ensure_index()
         with self.reading() as state:
             return self.retriever.retrieve(question, k, filters or Filters(), state)
-
-    def topic_rankings(self, topic: Understood, applied: Filters) -> list[list[Source]]:
-        """What a list or count answer draws its line in: one ranking per alternative of the topic
-        ("flow matching or rectified flow" has two), each of up to `questions.list_cap` papers."""
-        cap = self.config.questions.list_cap
-        return [self.retrieve(text, cap, applied) for text in alternatives(topic.text)]
 
     def answer(self, question: str, **options) -> Answer:
         """A cited answer; see `stream_answer` for the options."""
@@ -332,13 +336,9 @@ class RagService:
             "filters": applied.to_json(),
             "understood": understood.in_use(explicit, dropped).labels(),
         }
-        if understood.kind in ("list", "count"):
-            topic = without_kind_words(understood)
-            answer = list_answer(topic, applied, self.topic_rankings(topic, applied), self.config, **stamp)
-        elif understood.kind == "compare":
-            answer = compare_answer(understood, self._compared(understood, applied), **stamp)
-        else:
-            sources = self.retrieve(understood.text, k, applied)
+        answer = many_papers_answer(understood, applied, self._search, self.config, **stamp)
+        if answer is None:  # a lookup: the answer pipeline's, over what retrieval finds
+            sources = self._search(understood.text, k, applied)
             yield from self.pipeline.stream(replace(standalone, question=understood.text), sources, stamp)
             return
         yield answer.text  # no model: the whole text at once, then the answer
@@ -355,51 +355,23 @@ class RagService:
         with self.reading() as state:
             return bool(self.lexical.current(state).mask(Filters(author=name)).any())
 
-    def _compared(self, understood: Understood, filters: Filters) -> list[tuple[str, Source | None]]:
-        """Each named thing's paper: the best-ranked one that passes refusal, the two distinct."""
-        found: list[tuple[str, Source | None]] = []
-        for name in understood.compared:
-            taken = {source.paper_id for _, source in found if source}
-            ranked = [s for s in self.retrieve(name, 3, filters) if s.paper_id not in taken]
-            passing = [s for s in ranked if refusal_reason([s], self.config.retrieval) is None]
-            found.append((name, passing[0] if passing else None))
-        return found
-
     def find_sources(self, inputs: dict) -> dict:
         """{question, history, k, filters} -> the same plus `standalone` (the question made
         self-contained, a `Standalone`) and `sources` (what retrieval found for it)."""
         standalone = self.standalone(self.clean_question(inputs["question"]), inputs.get("history") or [])
         return inputs | {
             "standalone": standalone,
-            "sources": self.retrieve(standalone.question, inputs.get("k"), inputs.get("filters")),
+            "sources": self._search(standalone.question, inputs.get("k"), inputs.get("filters")),
         }
 
     def clean_question(self, question: str, what: str = "the question") -> str:
-        """The question without control characters; an empty, over-long or garbled (not Unicode text)
-        question is an InputError, whose message names the text as `what`. Garbled text is refused, not
-        repaired: a question with a character replaced is not the one asked (ingest refuses it too)."""
-        question = CONTROL_CHARS.sub(" ", question or "").strip()
-        if not question:
-            raise InputError(f"{what} is empty")
-        if problem := not_text(question):
-            raise InputError(f"{what} {problem}")
-        limit = self.config.answer.max_question_chars
-        if len(question) > limit:
-            raise InputError(
-                f"{what} is {len(question):,} characters long; the limit is {limit:,} (answer.max_question_chars)"
-            )
-        return question
+        """The question without control characters; an empty, over-long or garbled question is an
+        InputError naming the text as `what` (rag/core/text.py). Done once, where a question comes in."""
+        return clean_question(question, self.config.answer.max_question_chars, what)
 
     def standalone(self, question: str, history: list[tuple[str, str]]) -> Standalone:
-        """The (clean) question made self-contained with the history; each text is checked first, and a
-        refusal names the one refused: a question of the history, its answer, or the rewritten follow-up."""
-        for number, (asked, replied) in enumerate(history, start=1):
-            self.clean_question(asked, f"question {number} of the history")
-            if problem := not_text(replied):
-                raise InputError(f"answer {number} of the history {problem}")
-        standalone = standalone_question(question, history, lambda: self.provider)
-        rewritten = self.clean_question(standalone.question, "the follow-up rewritten with the conversation")
-        return replace(standalone, question=rewritten)
+        """The (clean) question made self-contained with the history, each text of which is checked first."""
+        return checked_standalone(question, history, lambda: self.provider, self.clean_question)
 
 
 _SERVICES_KEPT = 4

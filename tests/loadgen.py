@@ -69,7 +69,7 @@ class Result:
 
 def seed_questions(path: Path = SEED_QUESTIONS) -> list[dict]:
     """Answerable single-paper seed questions that are not follow-ups themselves (no 'it', 'this', ...)."""
-    from rag.answering.pipeline import FOLLOW_UP as FOLLOW_UP_WORDS
+    from rag.retrieval.followup import FOLLOW_UP as FOLLOW_UP_WORDS
 
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [row for row in rows if len(row["gold"]) == 1 and not FOLLOW_UP_WORDS.search(row["question"])]

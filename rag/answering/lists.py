@@ -1,5 +1,7 @@
 """Answers about many papers: a list, a count, or two papers side by side. No model needed.
 
+`many_papers_answer` picks which by the question's kind and does the searches each needs.
+
 A list or count ranks up to `questions.list_cap` papers of the (filtered) index for the topic and
 keeps those on it: evidence (best passage cosine + weighted share of the topic's words, as refusal
 measures it) at least `list_min_evidence` and at least `list_relative_evidence` of the best paper's,
@@ -14,17 +16,58 @@ leaves out ("…, excluding LLMs") is left out of the list: the papers whose tit
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rag.answering.evidence import is_background
 from rag.answering.words import source_sentences
-from rag.core.config import Settings
+from rag.core.config import RetrievalConfig, Settings
+from rag.core.errors import InputError
 from rag.core.filters import Filters
 from rag.core.markup import plain_text
 from rag.core.types import Answer, Source
 from rag.index.lexical import terms
-from rag.retrieval.refusal import evidence_score
-from rag.retrieval.understand import Understood
+from rag.retrieval.refusal import evidence_score, refusal_reason
+from rag.retrieval.understand import Understood, alternatives, without_kind_words
 
 LONG_TOPIC = 6  # words: a longer topic is a description ("generate DAGs by combining …"), not a name
+
+# The caller's retrieval: (a question cleaned already, k, filters) -> the top-k papers, best first.
+Search = Callable[[str, int, Filters], list[Source]]
+
+
+def many_papers_answer(
+    asked: Understood, applied: Filters, search: Search, settings: Settings, **stamp
+) -> Answer | None:
+    """The answer to a list, count or compare question, searched with `search`; None for a lookup (one
+    paper's question, the answer pipeline's). `stamp`: the fields every Answer gets."""
+    if asked.kind in ("list", "count"):
+        topic = without_kind_words(asked)
+        return list_answer(topic, applied, topic_rankings(topic, applied, search, settings), settings, **stamp)
+    if asked.kind == "compare":
+        return compare_answer(asked, compared(asked, applied, search, settings.retrieval), **stamp)
+    return None
+
+
+def topic_rankings(topic: Understood, applied: Filters, search: Search, settings: Settings) -> list[list[Source]]:
+    """What a list or count answer draws its line in: one ranking per alternative of the topic
+    ("flow matching or rectified flow" has two), each of up to `questions.list_cap` papers."""
+    cap = settings.questions.list_cap
+    return [search(text, cap, applied) for text in alternatives(topic.text)]
+
+
+def compared(
+    understood: Understood, filters: Filters, search: Search, config: RetrievalConfig
+) -> list[tuple[str, Source | None]]:
+    """Each named thing's paper: the best-ranked one that passes refusal, the two distinct."""
+    found: list[tuple[str, Source | None]] = []
+    for name in understood.compared:
+        if not name:  # "compare “ and RxnFlow": quotes alone on one side (refused, as an empty search was)
+            raise InputError("the question names nothing to compare on one side")
+        taken = {source.paper_id for _, source in found if source}
+        ranked = [s for s in search(name, 3, filters) if s.paper_id not in taken]
+        passing = [s for s in ranked if refusal_reason([s], config) is None]
+        found.append((name, passing[0] if passing else None))
+    return found
 
 
 def relative_evidence(topic: str, config: Settings) -> float:

@@ -1,16 +1,14 @@
 """The answer policy: from a question to a checked, cited `Answer`.
 
-question -> standalone question (a follow-up rewritten) -> sources (the caller's retrieval) ->
-refusal, or evidence sentences -> the extractive answer, or the model's words checked against the
+the standalone question (a follow-up rewritten, rag/retrieval/followup.py) and its sources (the
+caller's retrieval) -> refusal, or evidence sentences -> the extractive answer, or the model's words checked against the
 sources (unsupported sentences removed; the extractive answer stands when the key facts are lost,
 or when the model fails and `llm.fallback` allows it).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 from rag.answering.acceptance import key_tokens, news, set_aside
 from rag.answering.citations import CitationChecker, kept_text, renumbered
@@ -20,32 +18,8 @@ from rag.answering.providers import ExtractiveProvider, Provider
 from rag.core.config import RetrievalConfig, Settings
 from rag.core.errors import ModelError
 from rag.core.types import Answer, Source
+from rag.retrieval.followup import Standalone
 from rag.retrieval.refusal import refusal_reason
-
-FOLLOW_UP = re.compile(r"\b(it|its|they|their|them|this|that|these|those|the paper|the method)\b", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class Standalone:
-    """A question made self-contained, and why the model couldn't rewrite it (if it failed)."""
-
-    question: str
-    model_failure: str | None = None
-
-
-def standalone_question(question: str, history: list[tuple[str, str]], provider: Callable[[], Provider]) -> Standalone:
-    """Rewrite a follow-up into a question that retrieval can answer alone.
-
-    `provider` is called only for a follow-up, so a plain question never loads a model.
-    """
-    if not history or not FOLLOW_UP.search(question):
-        return Standalone(question)
-    try:
-        rewritten = provider().rewrite(question, history)
-    except ModelError as err:
-        # Without a model, or when its rewrite is unusable: the rule, last question + this one.
-        return Standalone(f"{history[-1][0]} {question}", model_failure=str(err))
-    return Standalone(rewritten or f"{history[-1][0]} {question}")
 
 
 class AnswerPipeline:

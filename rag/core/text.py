@@ -1,9 +1,13 @@
 """Stop words (the words dropped before matching a question's words against a paper or a sentence),
-and what makes a string from outside not text."""
+what makes a string from outside not text, and a question cleaned where it comes in."""
 
 from __future__ import annotations
 
 import re
+
+from rag.core.errors import InputError
+
+CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 # A lone surrogate: half of a UTF-16 pair (JSON's "\\ud800"), or a byte of the command line that was not
 # UTF-8 (Python keeps it as U+DC80..U+DCFF). No encoder writes one and no tokenizer takes one.
@@ -43,3 +47,19 @@ def not_text(text: str) -> str | None:
         f"is not valid text: character {found.start() + 1} is a lone surrogate (U+{ord(found.group()):04X}), "
         "a byte that is not UTF-8 or half of a \\u escape pair"
     )
+
+
+def clean_question(question: str | None, limit: int, what: str = "the question") -> str:
+    """The question without control characters; an empty, over-long (past `limit` characters) or garbled
+    (not Unicode text) question is an InputError, whose message names the text as `what`. Garbled text is
+    refused, not repaired: a question with a character replaced is not the one asked (ingest refuses it too)."""
+    question = CONTROL_CHARS.sub(" ", question or "").strip()
+    if not question:
+        raise InputError(f"{what} is empty")
+    if problem := not_text(question):
+        raise InputError(f"{what} {problem}")
+    if len(question) > limit:
+        raise InputError(
+            f"{what} is {len(question):,} characters long; the limit is {limit:,} (answer.max_question_chars)"
+        )
+    return question

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from rag.core.config import BUNDLED_EMBEDDING, ChunkingConfig, EmbeddingConfig, Settings
+from rag.core.config import BUNDLED_EMBEDDING, ChunkingConfig, EmbeddingConfig, Settings, VectorstoreConfig
 from rag.core.errors import ConfigError, StoreError
 from rag.index.embeddings import model_directory
 
@@ -28,6 +28,7 @@ INDEX_VERSION = 1  # bump when the stored layout changes, so old indexes are nev
 RECORD_PREFIX = "setup_"  # the papers collection's metadata keys that hold the setup
 PAPERS_SUFFIX = "-papers"
 BACKENDS = ("onnx", "onnx-int8")  # one of each vector kind: torch makes onnx's vectors
+CHROMA_DATABASE = "chroma.sqlite3"  # the file an on-disk Chroma folder keeps everything in
 
 
 @dataclass(frozen=True)
@@ -221,7 +222,7 @@ def check_index_folder(path: Path) -> bool:
             return False
         if not path.is_dir():
             raise StoreError(f"the index path {path} is not a folder; give a new or empty folder (--index PATH)")
-        if (path / "chroma.sqlite3").is_file():
+        if (path / CHROMA_DATABASE).is_file():
             return True
         if any(path.iterdir()):
             raise StoreError(
@@ -239,3 +240,21 @@ def _check_can_be_made(path: Path) -> None:
     above = next(parent for parent in path.absolute().parents if parent.exists())
     if not above.is_dir() or not os.access(above, os.W_OK | os.X_OK):
         raise StoreError(f"cannot make the index folder {path}: {above} is not a folder this user can write to")
+
+
+@dataclass(frozen=True)
+class IndexFiles:
+    """Where an index's files are: Chroma's database (an on-disk folder's; None for a Chroma server),
+    and the folder of the BM25 index kept beside the collection."""
+
+    database: Path | None
+    bm25: Path
+
+
+def index_files(store: VectorstoreConfig, collection: str, lexical_cache: Path) -> IndexFiles:
+    """The files of `collection`: in an on-disk store, Chroma's database and the BM25 folder sit in the
+    index folder; a Chroma server's BM25 index is cached under `lexical_cache`, one folder per server."""
+    if store.mode == "persistent":
+        return IndexFiles(store.path / CHROMA_DATABASE, store.path / f"{collection}-bm25")
+    server = re.sub(r"[^A-Za-z0-9.-]+", "_", f"{store.host}-{store.port}-{store.tenant}-{store.database}")
+    return IndexFiles(None, lexical_cache / server / f"{collection}-bm25")

@@ -1,0 +1,65 @@
+"""The follow-up rewrite, the first part of understanding a question: a question that leans on the
+conversation ("what results does it report?") made self-contained, so that retrieval can answer it alone.
+
+A model may rewrite it; without one (or when its rewrite fails), the rule: the last question + this one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from rag.core.errors import InputError, ModelError
+from rag.core.text import not_text
+
+FOLLOW_UP = re.compile(r"\b(it|its|they|their|them|this|that|these|those|the paper|the method)\b", re.IGNORECASE)
+
+
+class Rewriter(Protocol):
+    """What rewrites a follow-up: a model provider (rag/answering/providers.py)."""
+
+    def rewrite(self, question: str, history: list[tuple[str, str]]) -> str | None:
+        """A standalone version of a follow-up question, or None to leave it to the rule."""
+
+
+@dataclass(frozen=True)
+class Standalone:
+    """A question made self-contained, and why the model couldn't rewrite it (if it failed)."""
+
+    question: str
+    model_failure: str | None = None
+
+
+def standalone_question(
+    question: str, history: list[tuple[str, str]], rewriter: Callable[[], Rewriter]
+) -> Standalone:
+    """Rewrite a follow-up into a question that retrieval can answer alone.
+
+    `rewriter` is called only for a follow-up, so a plain question never loads a model.
+    """
+    if not history or not FOLLOW_UP.search(question):
+        return Standalone(question)
+    try:
+        rewritten = rewriter().rewrite(question, history)
+    except ModelError as err:
+        # Without a model, or when its rewrite is unusable: the rule, last question + this one.
+        return Standalone(f"{history[-1][0]} {question}", model_failure=str(err))
+    return Standalone(rewritten or f"{history[-1][0]} {question}")
+
+
+def checked_standalone(
+    question: str, history: list[tuple[str, str]], rewriter: Callable[[], Rewriter], clean: Callable[[str, str], str]
+) -> Standalone:
+    """The (clean) question made self-contained with the history; each other text is checked first with
+    `clean(text, what)`, and a refusal names the one refused: a question of the history, its answer, or
+    the rewritten follow-up (a question that is not a follow-up was cleaned already)."""
+    for number, (asked, replied) in enumerate(history, start=1):
+        clean(asked, f"question {number} of the history")
+        if problem := not_text(replied):
+            raise InputError(f"answer {number} of the history {problem}")
+    standalone = standalone_question(question, history, rewriter)
+    if standalone.question == question:
+        return standalone
+    return replace(standalone, question=clean(standalone.question, "the follow-up rewritten with the conversation"))
