@@ -85,7 +85,6 @@ class RagService:
 
     @cached_property
     def embeddings(self) -> Embeddings:
-
         return make_embeddings(self.config.embedding)
 
     @cached_property
