@@ -12,7 +12,10 @@ is scored for this question:
 - where it sits: the opening sentence of an abstract is usually background ("Large language models
   have achieved ...") and loses a little; sources ranked lower lose a little per rank.
 
-The best sentence leads; a second or third joins only when it scores close to the first. Both the
+The best sentence leads; a second or third joins only when it scores close to the first. A question
+of two or more asks ("which dataset …, and how large is it?", asks.py) gets one sentence of the best
+sentence's paper per ask instead, in the order asked: each scored against its ask's words and the kind
+of answer it wants (`ask_score`), a different sentence for each (`best_assignment`). Both the
 extractive answer and the model's prompt are built from these sentences, and the key tokens of the
 best one (its numbers and names that the question asks about) are what a model answer must keep
 (acceptance.py). A paper's name comes from naming.py; the words compared, from words.py.
@@ -20,6 +23,7 @@ best one (its numbers and names that the question asks about) are what a model a
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Set as AbstractSet
@@ -28,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from rag.answering.asks import NUMBER, Ask, split_asks
 from rag.answering.naming import PROPOSAL, mentions, named_by, paper_name, says_name
 from rag.answering.words import content_stems, source_sentences
 from rag.core.config import AnswerConfig, RetrievalConfig
@@ -51,12 +56,6 @@ SEVERAL = re.compile(
 )
 TWO_ASKS = re.compile(r"\band\s+(what|which|how|why|where|when|on which|in which|for which|to what)\b", re.I)
 RESULT = re.compile(r"\b(does|do|did|how well|how good|what results?|outperform|better|improve|effective)\b", re.I)
-NUMBER = re.compile(
-    r"(?<![\w.])\d[\d,]*(?:\.\d+)?|"
-    r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|fifty|hundreds?|"
-    r"thousands?|millions?|billions?|dozens?|half|double|twice|threefold|tenfold)\b",
-    re.IGNORECASE,
-)
 RESULT_WORDS = re.compile(
     r"\b(outperform\w*|improv\w*|achiev\w*|state-of-the-art|surpass\w*|better|reduc\w*|faster|gains?|"
     r"speed-?up|accura\w*|superior|significantly|consistently)\b|%",
@@ -79,6 +78,10 @@ LEADING_LINK = re.compile(
 )
 
 
+# "Code is available at https://…": it answers no ask but 'where is the code'.
+CODE_LINK = re.compile(r"https?://|\b(code|data|checkpoints?)\b.{0,40}\b(available|released|open-sourced?)\b", re.I)
+
+
 @dataclass(frozen=True)
 class Evidence:
     """One sentence picked to answer the question: from which source, and how well it scored."""
@@ -98,8 +101,41 @@ class EvidencePicker:
 
     def pick(self, question: str, sources: list[Source]) -> list[Evidence]:
         """The best sentence, then those close to it; for a question about several papers ("which
-        papers …"), the best sentence of each paper close enough instead."""
-        return self.chosen(question, self.scored(question, sources), sources)
+        papers …"), the best sentence of each paper close enough instead; for a question of two or
+        more asks, one sentence of the answering paper per ask, in the order asked."""
+        candidates = self.candidates(question, sources)
+        scored = ranked(candidates, self.answer)
+        asks = split_asks(question)
+        if len(asks) > 1 and not SEVERAL.search(question) and scored:
+            if scored[0].score < self.answer.min_sentence_score:
+                return []
+            name = paper_name(sources[scored[0].number - 1])
+            return self.for_each_ask(asks, scored[0].number, candidates, name if mentions(question, name) else "")
+        return self.chosen(question, scored, sources)
+
+    def for_each_ask(
+        self, asks: list[Ask], number: int, candidates: list[SentenceCandidate], named: str = ""
+    ) -> list[Evidence]:
+        """For each ask, in the order asked, a sentence of paper `number` (the best sentence's): the
+        sentences, one per ask and each a different one, whose ask scores add up highest."""
+        own = [c for c in candidates if c.number == number]
+        scores = self.ask_scores(asks, own, named)
+        choice = best_assignment(scores)
+        return [Evidence(number, own[i].sentence, round(scores[a][i], 4)) for a, i in enumerate(choice)]
+
+    def ask_scores(self, asks: list[Ask], own: list[SentenceCandidate], named: str = "") -> list[list[float]]:
+        """For each ask, how well each of the paper's sentences answers it (`ask_score`). The paper's
+        name, when the question gives it, picks no sentence: it is left out of the ask's words."""
+        sentences = [c.sentence for c in own]
+        vectors = np.asarray(self.embeddings.embed_documents(sentences))
+        table = []
+        for ask in asks:
+            similarity = vectors @ np.asarray(self.embeddings.embed_query(without_name(ask.text, named)))
+            words = rarity_weights(ask.text, sentences, ignore=content_stems(named))
+            table.append(
+                [ask_score(c, float(cos), covered(c.sentence, words), ask, self.answer) for c, cos in zip(own, similarity)]
+            )
+        return table
 
     def chosen(self, question: str, scored: list[Evidence], sources: list[Source]) -> list[Evidence]:
         """The sentences `pick` keeps of those scored, best first."""
@@ -183,6 +219,7 @@ class EvidencePicker:
                     kind,
                     proposal,
                     background,
+                    introduces,
                 )
             )
         return candidates
@@ -201,6 +238,7 @@ class SentenceCandidate:
     kind: int  # +1 for each kind of answer asked for that it holds (a number, a name, a result), -1 for each it lacks
     proposal: bool  # it says what its paper proposes, or names it
     background: bool  # it comes before the proposal, or opens like background
+    introduces: bool = False  # it is the proposal sentence or names the paper (what a 'which method' ask wants)
 
     def score(self, config: AnswerConfig) -> float:
         return round(
@@ -213,6 +251,40 @@ class SentenceCandidate:
             - config.rank_penalty * self.rank,
             4,
         )
+
+
+def ask_score(candidate: SentenceCandidate, cosine: float, words: float, ask: Ask, config: AnswerConfig) -> float:
+    """How well a sentence answers one ask of a question: its similarity to the ask and (half) to the
+    whole question, the ask's telling words it holds, the kind of answer the ask wants, and not background."""
+    return (
+        cosine
+        + 0.25 * candidate.cosine
+        + config.word_weight * words
+        + config.ask_kind_bonus * ask.held_by(candidate.sentence, candidate.introduces)
+        - config.background_penalty * (candidate.background or bool(CODE_LINK.search(candidate.sentence)))
+    )
+
+
+def best_assignment(scores: list[list[float]], top: int = 4) -> list[int]:
+    """One sentence per ask, each a different one (when the paper has enough), whose scores add up
+    highest; among each ask's `top` best. Two asks that one sentence answers are still given two
+    sentences: the second is the next best for one of them, which costs words but never the fact."""
+    shortlists = [sorted(range(len(row)), key=lambda i: -row[i])[:top] for row in scores]
+    best: tuple[float, tuple[int, ...]] = (-math.inf, tuple(row[0] for row in shortlists))
+    for choice in itertools.product(*shortlists):
+        if len(set(choice)) == len(choice):
+            total = sum(scores[a][i] for a, i in enumerate(choice))
+            best = max(best, (total, choice))
+    return list(best[1])
+
+
+def without_name(text: str, name: str) -> str:
+    """The text with the paper's name (either part of 'Long Form (ACR)') said as 'it': the name picks the
+    paper, and left in, it draws an ask to the sentence that introduces the paper whatever was asked."""
+    for part in sorted((p.strip(" “”()") for p in re.split(r" \(", name)), key=len, reverse=True):
+        if part:
+            text = re.sub(re.escape(part), "it", text, flags=re.IGNORECASE)
+    return text
 
 
 def ranked(candidates: list[SentenceCandidate], config: AnswerConfig) -> list[Evidence]:

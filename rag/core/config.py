@@ -294,6 +294,12 @@ class AnswerConfig(Section):
     kind_bonus: float = Field(
         0.1, ge=0, description="Gain (or loss) of a sentence holding (or not) the number, name or result asked for."
     )
+    ask_kind_bonus: float = Field(
+        0.2,
+        ge=0,
+        description="For a question of several asks: gain (or loss) of a sentence holding (or not) the kind of "
+        "answer one ask wants (a number, a dataset, a mechanism, a comparison).",
+    )
     novelty_weight: float = Field(0.0, ge=0, description="Weight of the share of its words the question lacks.")
     proposal_bonus: float = Field(
         0.0, ge=0, description="Gain of the sentence that says what the paper proposes, or names it."

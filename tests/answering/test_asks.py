@@ -1,0 +1,83 @@
+"""A question's asks: split at the words that join two questions, each with the kind of answer it wants."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.answering.asks import AskKind, ask_kind, split_asks
+from rag.core.markers import split_sentences
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        (
+            "Which dataset does XLand-100B provide and how large is it?",
+            ["Which dataset does XLand-100B provide", "how large is it?"],
+        ),
+        (
+            "What does Jump Your Steps (JYS) optimize, and on which kinds of generation tasks was it evaluated?",
+            ["What does Jump Your Steps (JYS) optimize", "on which kinds of generation tasks was it evaluated?"],
+        ),
+        (
+            "How does RxnFlow assemble molecules; what does it report on CrossDocked2020?",
+            ["How does RxnFlow assemble molecules", "what does it report on CrossDocked2020?"],
+        ),
+        ("Which datasets, and how much better?", ["Which datasets", "how much better?"]),
+        # a list inside one ask, or a verb list, is not a second ask
+        ("Roughly how many tasks, transitions and episodes does XLand-100B contain?", None),
+        ("How many building blocks and reaction templates make up RxnFlow's action space?", None),
+        ("What does the agent learn and do with text?", None),
+        ("What and how much does it store?", None),  # two wh-words of one ask
+        ("Does it work, and is it fast?", ["Does it work", "is it fast?"]),
+    ],
+)
+def test_a_question_splits_into_its_asks_only_where_a_wh_word_starts_a_new_one(question, asks):
+    assert [ask.text for ask in split_asks(question)] == (asks or [question])
+
+
+@pytest.mark.parametrize(
+    ("ask", "kind"),
+    [
+        ("how large is it?", AskKind.NUMBER),
+        ("How many GPU hours did it take?", AskKind.NUMBER),
+        ("how much better than random guessing could the models distinguish shades of wrong?", AskKind.COMPARISON),
+        ("Which dataset does XLand-100B provide", AskKind.DATA),
+        ("on which kinds of generation tasks was it evaluated?", AskKind.DATA),
+        ("How does Stealthy Shield Defense protect a model", AskKind.MECHANISM),
+        ("Why does R3D2 recast Hanabi as a text task", AskKind.REASON),
+        ("Which framework detects tampered images", AskKind.NAME),
+        ("What does the acronym R3D2 stand for", AskKind.NAME),
+        ("Does SSD outperform existing defenses", AskKind.COMPARISON),
+        ("Is there a dataset of learning histories", AskKind.NAME),
+        ("Does learning fair representations remove bias", AskKind.RESULT),
+        ("What is the bright ending anomaly", AskKind.WHAT),
+    ],
+)
+def test_each_ask_wants_a_kind_of_answer(ask, kind):
+    assert ask_kind(ask) is kind
+
+
+def test_a_sentence_holds_an_ask_of_its_kind_or_lacks_it():
+    number, data, how = (split_asks(q)[0] for q in ("How many tasks?", "Which datasets are used?", "How does it work?"))
+    assert number.held_by("It covers nearly 30,000 different tasks.", False) == 1
+    assert number.held_by("It covers many different tasks.", False) == -1
+    assert data.held_by("We evaluate on GEOM-DRUGS and QM9-2014.", False) == 1
+    assert how.held_by("We formulate a convex problem and solve it via the water-filling method.", False) == 1
+
+
+@pytest.mark.parametrize(
+    ("question", "facts"),
+    [
+        ("Which dataset does XLand-100B provide and how large is it?", ["30,000"]),
+        ("What does RxnFlow train with, and how many reaction templates does it use?", ["GFlowNets", "71"]),
+        ("How does Stealthy Shield Defense protect a model, and does it need retraining?", ["outputs", "retrain"]),
+    ],
+)
+def test_each_ask_of_a_two_part_question_gets_its_own_sentence_in_the_order_asked(seeded, question, facts):
+    answer = seeded.answer(question)
+    sentences = split_sentences(answer.text)
+    assert not answer.refused and len(sentences) == len(split_asks(question))
+    where = [next(i for i, sentence in enumerate(sentences) if fact in sentence) for fact in facts]
+    assert where == sorted(where)
+    assert all(check.supported for check in answer.checks)
