@@ -361,11 +361,13 @@ def extractive_answer(question: str, evidence: list[Evidence], sources: list[Sou
 
 
 def evidence_sources(evidence: list[Evidence], sources: list[Source]) -> list[Source]:
-    """What the model is given: each source that holds evidence, with only its evidence sentences,
-    in the order the evidence ranks them. `renumbered` maps the model's `[n]` back."""
+    """What the model is given: each source that holds evidence, with only its evidence sentences
+    rendered as they read (a model copies `$50,000$` badly), in the order the evidence ranks them. `renumbered` maps the model's `[n]` back."""
     order = list(dict.fromkeys(item.number for item in evidence))
     return [
-        sources[number - 1].with_passages([Passage(" ".join(e.sentence for e in evidence if e.number == number))])
+        sources[number - 1].with_passages(
+            [Passage(" ".join(plain_text(e.sentence) for e in evidence if e.number == number))]
+        )
         for number in order
     ]
 
