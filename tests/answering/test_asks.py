@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from rag.answering.acceptance import key_tokens, news, set_aside
 from rag.answering.asks import AskKind, ask_kind, split_asks
+from rag.answering.evidence import Evidence
 from rag.core.markers import split_sentences
+from rag.core.types import SentenceCheck, Source
 
 
 @pytest.mark.parametrize(
@@ -81,3 +84,14 @@ def test_each_ask_of_a_two_part_question_gets_its_own_sentence_in_the_order_aske
     where = [next(i for i, sentence in enumerate(sentences) if fact in sentence) for fact in facts]
     assert where == sorted(where)
     assert all(check.supported for check in answer.checks)
+
+
+def test_a_model_answer_to_two_asks_must_say_what_each_ask_asks_for():
+    """key_tokens and news are read per ask when the evidence is one sentence per ask: an answer that
+    names the environment but not the 30,000 tasks is set aside for the extractive one."""
+    source = Source.from_text("x", "X", "We present XLand-100B, based on XLand-MiniGrid. It holds 30,000 tasks.", 0.9)
+    evidence = [Evidence(1, "We present XLand-100B, based on XLand-MiniGrid.", 1.0), Evidence(1, "It holds 30,000 tasks.", 0.9)]
+    question = "Which environment is XLand-100B built on, and how many tasks does it hold?"
+    assert key_tokens(question, evidence, [source]) == ["XLand-MiniGrid", "30,000"]
+    half = [SentenceCheck("XLand-100B is based on XLand-MiniGrid", (1,), True, 0.9)]
+    assert "left out 30,000" in (set_aside(half, key_tokens(question, evidence, [source]), news(question, evidence), 0.5) or "")
