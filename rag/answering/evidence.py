@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from rag.answering.ask_ranker import FEATURES, AskRanker, ask_features
 from rag.answering.asks import NUMBER, Ask, split_asks
 from rag.answering.naming import PROPOSAL, mentions, named_by, paper_name, says_name
 from rag.answering.words import content_stems, source_sentences
@@ -98,6 +99,7 @@ class EvidencePicker:
         self.embeddings = embeddings  # a CachedEmbeddings: the same papers come back for related questions
         self.answer = answer
         self.retrieval = retrieval
+        self._ranker: AskRanker | None = None  # the learned ask scores, read on the first question of two asks
 
     def pick(self, question: str, sources: list[Source]) -> list[Evidence]:
         """The best sentence, then those close to it; for a question about several papers ("which
@@ -132,10 +134,21 @@ class EvidencePicker:
         for ask in asks:
             similarity = vectors @ np.asarray(self.embeddings.embed_query(without_name(ask.text, named)))
             words = rarity_weights(ask.text, sentences, ignore=content_stems(named))
-            table.append(
-                [ask_score(c, float(cos), covered(c.sentence, words), ask, self.answer) for c, cos in zip(own, similarity)]
-            )
+            features = [
+                ask_features(c, float(cos), covered(c.sentence, words), ask, bool(CODE_LINK.search(c.sentence)))
+                for c, cos in zip(own, similarity)
+            ]
+            table.append([self.ask_score(row) for row in features])
         return table
+
+    def ask_score(self, features: list[float]) -> float:
+        """How well a sentence answers an ask: by the hand weights (`hand_ask_score`), or under
+        `answer.ask_scorer: learned` the learned ranker's score (ask_ranker.py)."""
+        if self.answer.ask_scorer == "weights":
+            return hand_ask_score(features, self.answer)
+        if self._ranker is None:
+            self._ranker = AskRanker.load()
+        return self._ranker.score(features)
 
     def chosen(self, question: str, scored: list[Evidence], sources: list[Source]) -> list[Evidence]:
         """The sentences `pick` keeps of those scored, best first."""
@@ -253,15 +266,16 @@ class SentenceCandidate:
         )
 
 
-def ask_score(candidate: SentenceCandidate, cosine: float, words: float, ask: Ask, config: AnswerConfig) -> float:
-    """How well a sentence answers one ask of a question: its similarity to the ask and (half) to the
-    whole question, the ask's telling words it holds, the kind of answer the ask wants, and not background."""
+def hand_ask_score(features: list[float], config: AnswerConfig) -> float:
+    """How well a sentence answers one ask, by hand weights: its similarity to the ask and (a quarter) to
+    the whole question, the ask's telling words it holds, the kind of answer the ask wants, not background."""
+    values = dict(zip(FEATURES, features))
     return (
-        cosine
-        + 0.25 * candidate.cosine
-        + config.word_weight * words
-        + config.ask_kind_bonus * ask.held_by(candidate.sentence, candidate.introduces)
-        - config.background_penalty * (candidate.background or bool(CODE_LINK.search(candidate.sentence)))
+        values["ask_cosine"]
+        + 0.25 * values["question_cosine"]
+        + config.word_weight * values["ask_words"]
+        + config.ask_kind_bonus * values["holds_kind"]
+        - config.background_penalty * max(values["background"], values["code_link"])
     )
 
 

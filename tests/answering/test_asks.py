@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import sys
+
 import pytest
 
 from rag.answering.acceptance import key_tokens, news, set_aside
+from rag.answering.ask_ranker import FEATURES, RANKER_FILE, AskRanker
 from rag.answering.asks import AskKind, ask_kind, split_asks
-from rag.answering.evidence import Evidence
+from rag.answering.evidence import Evidence, EvidencePicker
+from rag.core.config import AnswerConfig, RetrievalConfig
 from rag.core.markers import split_sentences
 from rag.core.types import SentenceCheck, Source
 
@@ -95,3 +100,29 @@ def test_a_model_answer_to_two_asks_must_say_what_each_ask_asks_for():
     assert key_tokens(question, evidence, [source]) == ["XLand-MiniGrid", "30,000"]
     half = [SentenceCheck("XLand-100B is based on XLand-MiniGrid", (1,), True, 0.9)]
     assert "left out 30,000" in (set_aside(half, key_tokens(question, evidence, [source]), news(question, evidence), 0.5) or "")
+
+
+def test_the_shipped_ask_ranker_loads_small_and_scores_a_sentence_for_an_ask(embeddings):
+    """The learned weights are a small file in the package, read without scikit-learn; a file trained on
+    other features is refused by name. Either scorer picks one sentence per ask."""
+    assert RANKER_FILE.stat().st_size < 10_000
+    ranker = AskRanker.load()
+    assert len(ranker.weights) == len(FEATURES)
+    source = Source.from_text(
+        "x", "X", "We present XLand-100B, based on XLand-MiniGrid. It holds 30,000 tasks. Code is at https://x.org.", 0.9
+    )
+    question = "Which environment is XLand-100B built on, and how many tasks does it hold?"
+    for scorer in ("weights", "learned"):
+        picker = EvidencePicker(embeddings, AnswerConfig(ask_scorer=scorer), RetrievalConfig(min_evidence=0))
+        assert [e.sentence for e in picker.pick(question, [source])] == [
+            "We present XLand-100B, based on XLand-MiniGrid.",
+            "It holds 30,000 tasks.",
+        ]
+    assert "sklearn" not in sys.modules
+
+
+def test_a_ranker_file_for_other_features_is_refused(tmp_path):
+    stale = tmp_path / "ranker.json"
+    stale.write_text(json.dumps({"features": ["cosine"], "weights": [1.0], "bias": 0.0}))
+    with pytest.raises(ValueError, match="retrain"):
+        AskRanker.load(stale)
