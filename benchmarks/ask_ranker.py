@@ -9,7 +9,7 @@ facts as one ask; a question whose asks and groups don't pair is skipped) and la
 that paper for each ask: positive when it holds one of the ask's facts. Asks whose paper holds none
 of their facts teach nothing and are left out.
 
-A logistic regression (scikit-learn, balanced classes, C=0.1: of 0.1, 0.3, 1, 3 and 10 the best held-out top-1, 0.860 against 0.825 to 0.842) over `FEATURES` is cross-validated by question
+A logistic regression (scikit-learn, balanced classes, C=0.1: of 0.1, 0.3, 1, 3 and 10 the best held-out top-1 when chosen, 0.860 against 0.825 to 0.842) over `FEATURES` is cross-validated by question
 (GroupKFold): printed is the share of held-out asks whose top sentence holds a fact, for the learned
 scores and for the hand weights (`hand_ask_score`). Then it is fitted on all and written to
 `rag/answering/ask_ranker.json` (a few hundred bytes), unless `--dry-run`.

@@ -44,7 +44,7 @@ def ask_features(candidate: SentenceCandidate, cosine: float, words: float, ask:
         candidate.cosine,
         words,
         candidate.words,
-        float(ask.held_by(candidate.sentence, candidate.introduces)),
+        float(ask.held_by(candidate.sentence, candidate.introduces, candidate.proposes)),
         float(candidate.background),
         float(code_link),
         float(candidate.introduces),

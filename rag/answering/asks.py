@@ -21,7 +21,11 @@ from rag.answering.words import NAME
 
 # Where a second ask starts: a conjunction followed by a question word, or a question word after a semicolon.
 WH = r"(?:what|which|how|why|where|when|who|whom|whose|is|are|does|do|did|can|could|(?:on|in|for|to|from|with|by|at|across) (?:which|what|whom|how))"
-ASK_BREAK = re.compile(rf"(?:,\s*(?:and|but|or)\s+|\s+(?:and|but|or)\s+|;\s*(?:and\s+)?|\?\s+(?:and\s+)?)(?={WH}\b)", re.I)
+# An aside may stand between the conjunction and the question word: '…, and beyond speech, on which …'.
+ASK_BREAK = re.compile(
+    rf"(?:,\s*(?:and|but|or)\s+(?:[^,?]{{1,30}},\s*)?|\s+(?:and|but|or)\s+|;\s*(?:and\s+)?|\?\s+(?:and\s+)?)(?={WH}\b)",
+    re.I,
+)
 # A break whose wh-word is a yes/no auxiliary is an ask only after a comma or a question mark
 # ("does it work, and is it fast?"), not in "what the model learns and does" (a verb list).
 AUXILIARY = re.compile(r"(?:is|are|does|do|did|can|could)\b", re.I)
@@ -62,7 +66,11 @@ NAME_ASK = re.compile(
     r"objective)s?\b|\b(called|named|stand for|acronym)\b|^\s*(is|are) there\b",
     re.I,
 )
-RESULT_ASK = re.compile(r"^\s*(does|do|did|is|are|can|how well|how good|how effective|what results?)\b", re.I)
+RESULT_ASK = re.compile(
+    r"^\s*(does|do|did|is|are|can|how well|how good|how effective|what results?)\b|"
+    r"^\s*what (do|does|did) (\w+ ){0,3}(find|conclude|show|reveal|demonstrate)\b",
+    re.I,
+)
 
 # What a sentence of each kind holds. A number, not the digits of a name (XLand-100B).
 NUMBER = re.compile(
@@ -96,7 +104,8 @@ REASON = re.compile(
 )
 RESULT = re.compile(
     r"\b(outperform\w*|improv\w*|achiev\w*|state-of-the-art|surpass\w*|better|reduc\w*|faster|gains?|"
-    r"speed-?up|accura\w*|superior|significantly|consistently|demonstrat\w*|show\w*|effective\w*)\b|%",
+    r"speed-?up|accura\w*|superior|significantly|consistently|demonstrat\w*|show\w*|effective\w*|find\w*|reveal\w*|"
+    r"conclu\w*)\b|%",
     re.I,
 )
 HOLDS = {
@@ -116,13 +125,16 @@ class Ask:
     text: str
     kind: AskKind
 
-    def held_by(self, sentence: str, introduces: bool) -> int:
+    def held_by(self, sentence: str, introduces: bool, proposes: bool = False) -> int:
         """+1 when the sentence holds this kind of answer, -1 when it lacks it, 0 when the kind tells
-        nothing (a 'what' ask). A name is held by the sentence that introduces its paper's method."""
+        nothing (a 'what' ask). A name is held by the sentence that introduces its paper's method; a
+        mechanism or a reason is not held by the sentence that says what the paper proposes."""
         if self.kind is AskKind.WHAT:
             return 0
         if self.kind is AskKind.NAME:  # the paper's own method, or another name it gives (GPT-4o, MMTD-Set)
             return 1 if introduces or NAME.search(sentence) else 0
+        if proposes and self.kind in (AskKind.MECHANISM, AskKind.REASON):
+            return -1  # 'how does X work' is answered by how it works, not by 'we propose X'
         pattern = HOLDS[self.kind]
         if self.kind is AskKind.COMPARISON and not NUMBER.search(sentence) and "how much" in self.text.lower():
             return -1  # 'how much better' wants the figure

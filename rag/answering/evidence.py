@@ -33,7 +33,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from rag.answering.ask_ranker import FEATURES, AskRanker, ask_features
-from rag.answering.asks import NUMBER, Ask, split_asks
+from rag.answering.asks import NUMBER, Ask, AskKind, split_asks
 from rag.answering.naming import PROPOSAL, mentions, named_by, paper_name, says_name
 from rag.answering.words import content_stems, source_sentences
 from rag.core.config import AnswerConfig, RetrievalConfig
@@ -203,6 +203,8 @@ class EvidencePicker:
         named = " ".join(name for name in names.values() if mentions(question, name))
         words = rarity_weights(question, [sentence for _, _, sentence in sentences], ignore=content_stems(named))
         wants_number, wants_name = bool(HOW_MUCH.search(question)), bool(WHICH_NAME.search(question))
+        asks = split_asks(question)
+        how_or_why = len(asks) == 1 and asks[0].kind in (AskKind.MECHANISM, AskKind.REASON)
         wants_result = not (wants_number or wants_name) and bool(RESULT.match(question.strip()))
         asked = content_stems(question)
         proposals = {number: proposal_position(sources[number - 1]) for number in numbers}
@@ -220,6 +222,8 @@ class EvidencePicker:
                 proposal = True
             if wants_result and RESULT_WORDS.search(sentence):
                 kind += 1
+            if how_or_why:  # a mechanism or a reason, not the sentence that says what the paper proposes
+                kind += asks[0].held_by(sentence, introduces, position == proposals[number])
             background = position < proposals[number] or is_background(position, sentence)
             candidates.append(
                 SentenceCandidate(
@@ -233,6 +237,7 @@ class EvidencePicker:
                     proposal,
                     background,
                     introduces,
+                    position == proposals[number],
                 )
             )
         return candidates
@@ -252,6 +257,7 @@ class SentenceCandidate:
     proposal: bool  # it says what its paper proposes, or names it
     background: bool  # it comes before the proposal, or opens like background
     introduces: bool = False  # it is the proposal sentence or names the paper (what a 'which method' ask wants)
+    proposes: bool = False  # it is the sentence that says what the paper proposes ('We introduce X, …')
 
     def score(self, config: AnswerConfig) -> float:
         return round(

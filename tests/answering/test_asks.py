@@ -38,6 +38,10 @@ from rag.core.types import SentenceCheck, Source
         ("What does the agent learn and do with text?", None),
         ("What and how much does it store?", None),  # two wh-words of one ask
         ("Does it work, and is it fast?", ["Does it work", "is it fast?"]),
+        (
+            "What does the analysis assume, and beyond speech, on which models was it verified?",
+            ["What does the analysis assume", "on which models was it verified?"],
+        ),
     ],
 )
 def test_a_question_splits_into_its_asks_only_where_a_wh_word_starts_a_new_one(question, asks):
@@ -60,6 +64,7 @@ def test_a_question_splits_into_its_asks_only_where_a_wh_word_starts_a_new_one(q
         ("Is there a dataset of learning histories", AskKind.NAME),
         ("Does learning fair representations remove bias", AskKind.RESULT),
         ("What is the bright ending anomaly", AskKind.WHAT),
+        ("what does the study conclude about them?", AskKind.RESULT),
     ],
 )
 def test_each_ask_wants_a_kind_of_answer(ask, kind):
@@ -72,6 +77,7 @@ def test_a_sentence_holds_an_ask_of_its_kind_or_lacks_it():
     assert number.held_by("It covers many different tasks.", False) == -1
     assert data.held_by("We evaluate on GEOM-DRUGS and QM9-2014.", False) == 1
     assert how.held_by("We formulate a convex problem and solve it via the water-filling method.", False) == 1
+    assert how.held_by("We propose SSD, which works by post-processing outputs.", True, True) == -1  # not 'we propose X'
 
 
 @pytest.mark.parametrize(
