@@ -24,8 +24,9 @@ from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec
 from pylatexenc.latexwalker import LatexWalker, LatexWalkerError
 from pylatexenc.macrospec import LatexContextDb, std_macro
 
-# LaTeX is parsed only where there is some: most sentences have neither a backslash nor a dollar.
-LATEX = re.compile(r"[\\$]")
+# LaTeX is parsed only where there is some: most sentences have neither a backslash, a dollar nor
+# LaTeX's opening quotes (``Spreading COVID-19'' reads “Spreading COVID-19”).
+LATEX = re.compile(r"[\\$]|``")
 # `%` starts a comment and `&` is an alignment tab in LaTeX, but abstracts use both as text (`$44.0$%`):
 # escape those not already escaped (preceded by an even number of backslashes).
 UNESCAPED = re.compile(r"(?<!\\)((?:\\\\)*)([%&])")

@@ -109,6 +109,7 @@ def test_hostile_text_stays_inert():
         ("It reaches 91\\% with $\\textit{Jump Your Steps}$ [1].", "It reaches 91% with Jump Your Steps [1]."),
         ("**XLand-100B** uses $\\tau$-leaping [2].", "XLand-100B uses τ-leaping [2]."),
         ("It costs \\$5 [1].", "It costs $5 [1]."),  # an escaped dollar is a dollar
+        ('We showcase a ``Spreading COVID-19" dataset [1].', 'We showcase a “Spreading COVID-19" dataset [1].'),
     ],
 )
 def test_what_a_model_writes_reads_as_the_abstracts_do(written, shown):
