@@ -21,9 +21,10 @@ from rag.answering.words import NAME
 
 # Where a second ask starts: a conjunction followed by a question word, or a question word after a semicolon.
 WH = r"(?:what|which|how|why|where|when|who|whom|whose|is|are|does|do|did|can|could|(?:on|in|for|to|from|with|by|at|across) (?:which|what|whom|how))"
-# An aside may stand between the conjunction and the question word: '…, and beyond speech, on which …'.
+# An aside may stand between the conjunction and the question word ('…, and beyond speech, on which …');
+# it stays with the ask it opens.
 ASK_BREAK = re.compile(
-    rf"(?:,\s*(?:and|but|or)\s+(?:[^,?]{{1,30}},\s*)?|\s+(?:and|but|or)\s+|;\s*(?:and\s+)?|\?\s+(?:and\s+)?)(?={WH}\b)",
+    rf"(?:,\s*(?:and|but|or)\s+(?=(?:[^,?]{{1,30}},\s*)?{WH}\b)|(?:\s+(?:and|but|or)\s+|;\s*(?:and\s+)?|\?\s+(?:and\s+)?)(?={WH}\b))",
     re.I,
 )
 # A break whose wh-word is a yes/no auxiliary is an ask only after a comma or a question mark

@@ -40,7 +40,7 @@ from rag.core.types import SentenceCheck, Source
         ("Does it work, and is it fast?", ["Does it work", "is it fast?"]),
         (
             "What does the analysis assume, and beyond speech, on which models was it verified?",
-            ["What does the analysis assume", "on which models was it verified?"],
+            ["What does the analysis assume", "beyond speech, on which models was it verified?"],
         ),
     ],
 )
