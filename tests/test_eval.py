@@ -155,6 +155,17 @@ def test_the_seed_answers_stay_above_the_committed_floor(seeded):
     assert metrics["supported_sentences"] >= floor["supported_sentences"]
 
 
+def test_the_answers_to_two_part_how_and_number_questions_stay_above_the_committed_floor(seeded):
+    """CI's guard on every ask answered (issue 29): extractive answers to tests/eval/asks_questions.jsonl hold
+    the facts of each ask, cite the right paper, and every sentence is supported."""
+    floor = json.loads(FLOOR.read_text())["asks_answers"]
+    report = evaluate(ServiceSystem(seeded, answers=True), load_questions(EVAL_DIR / "asks_questions.jsonl"), k=5)
+    metrics = report.metrics()
+    misses = [(row.question[:60], row.missing_facts, (row.text or "")[:120]) for row in report.fact_misses()]
+    for key, least in floor.items():
+        assert metrics[key] >= least, (key, misses)
+
+
 def test_the_seed_evaluation_stays_above_the_committed_floor(seeded):
     """CI's guard: retrieval quality and refusals on the seed questions may not fall below the floor."""
     floor = json.loads(FLOOR.read_text())["seed"]
