@@ -25,8 +25,8 @@ from datetime import datetime, timezone
 import numpy as np
 
 from rag.answering.ask_ranker import FEATURES, RANKER_FILE, ask_features
-from rag.answering.asks import split_asks
-from rag.answering.evidence import CODE_LINK, covered, hand_ask_score, ranked, rarity_weights, without_name
+from rag.answering.asks import CODE_LINK, hand_ask_score, split_asks, without_name
+from rag.answering.evidence import covered, ranked, rarity_weights
 from rag.answering.naming import mentions, paper_name
 from rag.answering.words import content_stems
 from rag.core.config import with_overrides

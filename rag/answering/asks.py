@@ -4,7 +4,8 @@ Researchers often ask two things at once ("How does X work, and what benchmark d
 "Which dataset does XLand-100B provide and how large is it?"). One best sentence answers one of
 them; the other ask's fact sits in another sentence of the same abstract. So a question is split
 into its asks, each with the kind of answer it wants, and each ask gets the sentence of the cited
-paper that answers it best (`AskMatcher`, used by `EvidencePicker`).
+paper that answers it best (`EvidencePicker.for_each_ask`): scored by `hand_ask_score` (or the learned
+ranker, ask_ranker.py), a different sentence for each ask (`best_assignment`).
 
 Splitting is by rule, on the words that join two questions: ", and what/which/how/why …",
 "… and how many …", "; what …". A list inside one ask ("how many tasks, transitions and episodes")
@@ -13,11 +14,15 @@ stays one ask: a conjunction splits only when a wh-word follows it.
 
 from __future__ import annotations
 
+import itertools
+import math
 import re
 from dataclasses import dataclass
 from enum import Enum
 
+from rag.answering.ask_ranker import FEATURES
 from rag.answering.words import NAME
+from rag.core.config import AnswerConfig
 
 # Where a second ask starts: a conjunction followed by a question word, or a question word after a semicolon.
 WH = r"(?:what|which|how|why|where|when|who|whom|whose|is|are|does|do|did|can|could|(?:on|in|for|to|from|with|by|at|across) (?:which|what|whom|how))"
@@ -109,6 +114,8 @@ RESULT = re.compile(
     r"conclu\w*)\b|%",
     re.I,
 )
+# "Code is available at https://…": it answers no ask but 'where is the code'.
+CODE_LINK = re.compile(r"https?://|\b(code|data|checkpoints?)\b.{0,40}\b(available|released|open-sourced?)\b", re.I)
 HOLDS = {
     AskKind.NUMBER: NUMBER,
     AskKind.COMPARISON: COMPARISON,
@@ -179,3 +186,38 @@ def split_asks(question: str) -> list[Ask]:
             start = match.end()
     parts.append(question[start:].strip(" ,;"))
     return [Ask(part, ask_kind(part)) for part in parts if part]
+
+
+def hand_ask_score(features: list[float], config: AnswerConfig) -> float:
+    """How well a sentence answers one ask, by hand weights: its similarity to the ask and (a quarter) to
+    the whole question, the ask's telling words it holds, the kind of answer the ask wants, not background."""
+    values = dict(zip(FEATURES, features))
+    return (
+        values["ask_cosine"]
+        + 0.25 * values["question_cosine"]
+        + config.word_weight * values["ask_words"]
+        + config.ask_kind_bonus * values["holds_kind"]
+        - config.background_penalty * max(values["background"], values["code_link"])
+    )
+
+
+def best_assignment(scores: list[list[float]], top: int = 4) -> list[int]:
+    """One sentence per ask, each a different one (when the paper has enough), whose scores add up
+    highest; among each ask's `top` best. Two asks that one sentence answers are still given two
+    sentences: the second is the next best for one of them, which costs words but never the fact."""
+    shortlists = [sorted(range(len(row)), key=lambda i: -row[i])[:top] for row in scores]
+    best: tuple[float, tuple[int, ...]] = (-math.inf, tuple(row[0] for row in shortlists))
+    for choice in itertools.product(*shortlists):
+        if len(set(choice)) == len(choice):
+            total = sum(scores[a][i] for a, i in enumerate(choice))
+            best = max(best, (total, choice))
+    return list(best[1])
+
+
+def without_name(text: str, name: str) -> str:
+    """The text with the paper's name (either part of 'Long Form (ACR)') said as 'it': the name picks the
+    paper, and left in, it draws an ask to the sentence that introduces the paper whatever was asked."""
+    for part in sorted((p.strip(" “”()") for p in re.split(r" \(", name)), key=len, reverse=True):
+        if part:
+            text = re.sub(re.escape(part), "it", text, flags=re.IGNORECASE)
+    return text

@@ -15,7 +15,7 @@ is scored for this question:
 The best sentence leads; a second or third joins only when it scores close to the first. A question
 of two or more asks ("which dataset …, and how large is it?", asks.py) gets one sentence of the best
 sentence's paper per ask instead, in the order asked: each scored against its ask's words and the kind
-of answer it wants (`ask_score`), a different sentence for each (`best_assignment`). Both the
+of answer it wants (`EvidencePicker.ask_score`), a different sentence for each (asks.best_assignment). Both the
 extractive answer and the model's prompt are built from these sentences, and the key tokens of the
 best one (its numbers and names that the question asks about) are what a model answer must keep
 (acceptance.py). A paper's name comes from naming.py; the words compared, from words.py.
@@ -23,7 +23,6 @@ best one (its numbers and names that the question asks about) are what a model a
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 from collections.abc import Set as AbstractSet
@@ -32,8 +31,17 @@ from dataclasses import dataclass
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from rag.answering.ask_ranker import FEATURES, AskRanker, ask_features
-from rag.answering.asks import NUMBER, Ask, AskKind, split_asks
+from rag.answering.ask_ranker import AskRanker, ask_features
+from rag.answering.asks import (
+    CODE_LINK,
+    NUMBER,
+    Ask,
+    AskKind,
+    best_assignment,
+    hand_ask_score,
+    split_asks,
+    without_name,
+)
 from rag.answering.naming import PROPOSAL, mentions, named_by, paper_name, says_name
 from rag.answering.words import content_stems, source_sentences
 from rag.core.config import AnswerConfig, RetrievalConfig
@@ -77,10 +85,6 @@ LEADING_LINK = re.compile(
     r"in this (paper|work|study)|here|overall|as a result|besides|also),\s+",
     re.IGNORECASE,
 )
-
-
-# "Code is available at https://…": it answers no ask but 'where is the code'.
-CODE_LINK = re.compile(r"https?://|\b(code|data|checkpoints?)\b.{0,40}\b(available|released|open-sourced?)\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -270,41 +274,6 @@ class SentenceCandidate:
             - config.rank_penalty * self.rank,
             4,
         )
-
-
-def hand_ask_score(features: list[float], config: AnswerConfig) -> float:
-    """How well a sentence answers one ask, by hand weights: its similarity to the ask and (a quarter) to
-    the whole question, the ask's telling words it holds, the kind of answer the ask wants, not background."""
-    values = dict(zip(FEATURES, features))
-    return (
-        values["ask_cosine"]
-        + 0.25 * values["question_cosine"]
-        + config.word_weight * values["ask_words"]
-        + config.ask_kind_bonus * values["holds_kind"]
-        - config.background_penalty * max(values["background"], values["code_link"])
-    )
-
-
-def best_assignment(scores: list[list[float]], top: int = 4) -> list[int]:
-    """One sentence per ask, each a different one (when the paper has enough), whose scores add up
-    highest; among each ask's `top` best. Two asks that one sentence answers are still given two
-    sentences: the second is the next best for one of them, which costs words but never the fact."""
-    shortlists = [sorted(range(len(row)), key=lambda i: -row[i])[:top] for row in scores]
-    best: tuple[float, tuple[int, ...]] = (-math.inf, tuple(row[0] for row in shortlists))
-    for choice in itertools.product(*shortlists):
-        if len(set(choice)) == len(choice):
-            total = sum(scores[a][i] for a, i in enumerate(choice))
-            best = max(best, (total, choice))
-    return list(best[1])
-
-
-def without_name(text: str, name: str) -> str:
-    """The text with the paper's name (either part of 'Long Form (ACR)') said as 'it': the name picks the
-    paper, and left in, it draws an ask to the sentence that introduces the paper whatever was asked."""
-    for part in sorted((p.strip(" “”()") for p in re.split(r" \(", name)), key=len, reverse=True):
-        if part:
-            text = re.sub(re.escape(part), "it", text, flags=re.IGNORECASE)
-    return text
 
 
 def ranked(candidates: list[SentenceCandidate], config: AnswerConfig) -> list[Evidence]:
