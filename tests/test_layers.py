@@ -43,3 +43,20 @@ def test_modules_and_functions_stay_small():
                     limit = f"the limit is {MAX_FUNCTION_LINES}"
                     too_long.append(f"{where}:{node.lineno} {node.name}: {length} lines ({limit})")
     assert not too_long, "\n".join(too_long)
+
+
+def test_benchmarks_import_no_test_helper():
+    """Benchmarks import the package and benchmarks/ modules (benchmarks/harness/, shared with the tests),
+    never a module of tests/ (nor put tests/ on sys.path to reach one)."""
+    helpers = {path.stem for path in (PROJECT_ROOT / "tests").glob("*.py")}
+    reaching = []
+    for path in sorted((PROJECT_ROOT / "benchmarks").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            reaching += [f"{path.relative_to(PROJECT_ROOT)}: {name}" for name in names if name.split(".")[0] in helpers]
+    assert not reaching, "\n".join(reaching)
