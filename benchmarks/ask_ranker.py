@@ -27,12 +27,12 @@ import numpy as np
 from rag.answering.ask_ranker import FEATURES, RANKER_FILE, ask_features
 from rag.answering.asks import CODE_LINK, hand_ask_score, split_asks, without_name
 from rag.answering.evidence import covered, ranked, rarity_weights
-from rag.answering.naming import mentions, paper_name
-from rag.answering.words import content_stems
 from rag.core.config import with_overrides
 from rag.core.filters import Filters
 from rag.evaluate import load_questions
 from rag.facts import contains_fact
+from rag.retrieval.naming import mentions, paper_name
+from rag.retrieval.words import content_stems
 from rag.service import RagService
 
 

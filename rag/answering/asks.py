@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from rag.answering.ask_ranker import FEATURES
-from rag.answering.words import NAME
 from rag.core.config import AnswerConfig
+from rag.retrieval.words import NAME
 
 # Where a second ask starts: a conjunction followed by a question word, or a question word after a semicolon.
 WH = r"(?:what|which|how|why|where|when|who|whom|whose|is|are|does|do|did|can|could|(?:on|in|for|to|from|with|by|at|across) (?:which|what|whom|how))"
