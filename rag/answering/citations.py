@@ -53,9 +53,16 @@ class CitationChecker:
         sentences = [s for s in tidy_sentences(split_sentences(text)) if MARKER.sub("", s).strip()]
         if not sentences or not sources:
             return " ".join(MARKER.sub("", sentence).strip() for sentence in sentences), []
+        checks = self.check_sentences(sentences, sources)
+        return kept_text(checks), checks
+
+    def check_sentences(self, sentences: list[str], sources: list[Source]) -> list[SentenceCheck]:
+        """Each sentence (split and tidied already, markers referring to `sources`) checked on its own:
+        its valid markers, or the source that supports it best when it has none, and whether they do.
+        A sentence's check doesn't depend on the others, so a stream checks them as they come."""
         plain = [MARKER.sub("", sentence).strip() for sentence in sentences]
         support = self._support(plain, sources)  # [sentence, source] best similarity
-        fixed, checks = [], []
+        checks = []
         for i, (sentence, bare) in enumerate(zip(sentences, plain)):
             numbers = cited_numbers(sentence, len(sources))
             if not numbers:
@@ -64,9 +71,8 @@ class CitationChecker:
                     numbers = [best + 1]
             score = max((support[i, n - 1] for n in numbers), default=0.0)
             supported = bool(score >= self.threshold) and not ungrounded(bare, [sources[n - 1] for n in numbers])
-            fixed.append(attach_marker(bare, numbers))
             checks.append(SentenceCheck(bare, tuple(numbers), supported, round(float(score), 4)))
-        return " ".join(fixed), checks
+        return checks
 
     def _support(self, sentences: list[str], sources: list[Source]) -> np.ndarray:
         """For each answer sentence and source: the best cosine similarity to one of its sentences."""

@@ -132,8 +132,8 @@ def test_a_fallback_answer_is_marked_with_the_reason(seeded, embeddings):
     answer = answers[-1]
     assert answer.fallback and answer.cited
     label = re.search(r'<p class="rag-by rag-by-fallback">(.*?)</p>', chat[-1]["content"]).group(1)
-    assert label.startswith("the model failed: ") and "cannot connect to the model server" in label
-    assert label.endswith("; extractive answer instead")
+    assert label.startswith("The language model failed (") and "cannot connect to the model server" in label
+    assert label.endswith("); quoted from the abstracts.")
 
 
 def test_the_header_names_the_model_and_the_index_size(seeded, embeddings, tmp_path):
@@ -294,15 +294,24 @@ def sample_answer(**fields) -> Answer:
 @pytest.mark.parametrize(
     "fields, label",
     [
-        ({"answered_by": "model"}, "answered by the model, checked against the abstracts"),
-        ({"answered_by": "extractive"}, "extractive answer: sentences quoted from the abstracts"),
+        ({"answered_by": "model"}, "Written by the language model and checked against the abstracts."),
+        ({"answered_by": "extractive"}, "Quoted from the abstracts."),
         (
-            {"answered_by": "extractive", "replaced": "it cited <b>nothing</b>"},
-            "extractive answer, because it cited &lt;b&gt;nothing&lt;/b&gt;",
+            {
+                "answered_by": "model",
+                "replaced": "the model's answer left out 71",
+                "shortfall": "the model's answer left out the number asked for (71)",
+            },
+            "Written by the language model and checked against the abstracts; the model&#x27;s answer left out "
+            "the number asked for (71), so the abstract&#x27;s sentence follows.",
+        ),
+        (
+            {"answered_by": "extractive", "replaced": "none supported", "shortfall": "it cited <b>nothing</b>"},
+            "Quoted from the abstracts: it cited &lt;b&gt;nothing&lt;/b&gt;.",
         ),
         (
             {"answered_by": "extractive", "fallback": "timed out"},
-            "the model failed: timed out; extractive answer instead",
+            "The language model failed (timed out); quoted from the abstracts.",
         ),
         ({"answered_by": ""}, None),
     ],
