@@ -120,7 +120,7 @@ def test_a_question_gets_a_cited_answer_tied_to_the_sources_panel(page, app_url)
     badges = answer.locator(".rag-cite")
     assert badges.count() >= 1 and badges.first.inner_text() == "[1]"
     first_card = page.locator("#source-0-1")
-    assert "RxnFlow" in first_card.locator(".rag-card-title").inner_text()
+    assert "Synthetic Pathway for Drug Design" in first_card.locator(".rag-card-title").inner_text()
     assert "cited" == first_card.locator(".rag-state").inner_text()
     assert first_card.locator(f'a[href="{RXNFLOW_REPO}"]').count() == 1
     assert page.locator("#rag-sources .rag-card").count() == 5
@@ -210,7 +210,7 @@ def test_the_cited_papers_download_as_bibtex_and_the_buttons_hide_after_a_refusa
     download = started.value
     library = bibtexparser.parse_string(Path(download.path()).read_text(encoding="utf-8"))
     assert download.suggested_filename == "references.bib" and library.failed_blocks == []
-    assert library.entries and "RxnFlow" in library.entries[0]["title"]
+    assert library.entries and "Synthetic Pathway for Drug Design" in library.entries[0]["title"]
     assert page.locator("#rag-download-csv").is_visible() and page.locator("#rag-download-md").is_visible()
     ask(page, "What is the capital of Australia?")
     button.wait_for(state="hidden", timeout=30_000)
@@ -257,7 +257,7 @@ def test_the_bundled_model_streams_an_answer_into_the_page(page, index_dir, embe
         page.locator(FINAL).wait_for()
         assert page.locator("#rag-chat .rag-streaming").count() == 0
         screenshot(page, "ui-bundled-model-answer.png")
-        assert "RxnFlow" in page.locator("#source-0-1 .rag-card-title").inner_text()
+        assert "Synthetic Pathway for Drug Design" in page.locator("#source-0-1 .rag-card-title").inner_text()
         # Every badge points at a card of this turn, and exactly the cards badges point at say "cited".
         answer = page.locator(FINAL).last
         targets = set(

@@ -180,7 +180,7 @@ def test_models_retrieve_and_health(server, client, seeded):
     assert [round(p["score"], 4) for p in reply["data"]] == [round(s.score, 4) for s in expected]
     assert reply["data"][0]["passage"] == expected[0].text and "title" in reply["data"][0]
     oral = httpx.post(f"{server.url}v1/retrieve", json={"question": HANABI, "filters": {"status": ["Oral"]}})
-    assert oral.json()["data"] == []  # the seeds have no status
+    assert oral.json()["data"] == []  # no seed is an oral
     for bad in ({"question": HANABI, "filters": {"stats": ["Oral"]}}, {"k": 3}, {"question": " "}):
         response = httpx.post(f"{server.url}v1/retrieve", json=bad)
         assert response.status_code == 400 and set(response.json()["error"]) >= {"message", "type"}

@@ -236,8 +236,9 @@ def test_the_app_exposes_ask_and_sizes_its_queue_from_config(make_service):
     answering = [fn for fn in demo.fns.values() if fn.concurrency_id == "answer"]
     # (the question box and Ask, an example, dropping an understood filter, and /ask)
     assert len(answering) == 4 and {fn.api_name for fn in answering} >= {"ask"}
-    # Seeds have no status or area, so the filters stay hidden.
-    assert service.filter_choices() == {"status": [], "primary_area": []}
+    # The seeds carry their status and area (records of the ICLR 2025 list), so the filters offer them.
+    choices = service.filter_choices()
+    assert choices["status"] == ["Poster", "Spotlight"] and "generative models" in choices["primary_area"]
 
 
 @pytest.mark.parametrize(
@@ -370,7 +371,9 @@ def test_the_api_answer_carries_the_papers_as_bibtex_when_asked(seeded):
     payload = handlers.ask(RXNFLOW, export="bib")
     entries = bibtexparser.parse_string(payload["export"]).entries
     assert [entry.key for entry in entries] == [f"iclr2025_{paper_id}" for paper_id in payload["cited"]]
-    assert "RxnFlow" in entries[0]["title"]
+    # The seed papers carry their real titles and authors (the list's alphabetical order).
+    assert entries[0]["title"] == "Generative Flows on Synthetic Pathway for Drug Design"
+    assert "Jinkyoo Park" in entries[0]["author"]
     assert "export" not in handlers.ask(RXNFLOW)  # only when asked: payloads stay small
     with pytest.raises(gr.Error, match="/ask export: Input should be 'bib', 'csv' or 'md'"):
         handlers.ask(RXNFLOW, export="pdf")
