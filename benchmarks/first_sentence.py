@@ -89,13 +89,17 @@ def percentile(values: list[float], share: float) -> float:
 
 
 def summary(name: str, rows: list[dict]) -> None:
-    firsts, fulls = [row["first"] for row in rows], [row["full"] for row in rows]
     kinds = {kind: sum(row["by"] == kind for row in rows) for kind in dict.fromkeys(row["by"] for row in rows)}
-    print(
-        f"{name}: {len(rows)} questions; first checked sentence p50 {statistics.median(firsts):.2f} s, "
-        f"p90 {percentile(firsts, 0.9):.2f} s; full answer p50 {statistics.median(fulls):.2f} s, "
-        f"p90 {percentile(fulls, 0.9):.2f} s; {', '.join(f'{k}: {n}' for k, n in kinds.items())}; load {load_line()}"
-    )
+    # Lists and refusals use no model and take milliseconds: the lookups alone say what a model answer costs.
+    lookups = [row for row in rows if row["by"] not in ("list", "count", "compare", "refused")]
+    print(f"{name}: {', '.join(f'{k}: {n}' for k, n in kinds.items())}; load {load_line()}")
+    for label, chosen in ((f"all {len(rows)} questions", rows), (f"the {len(lookups)} lookups", lookups)):
+        firsts, fulls = [row["first"] for row in chosen], [row["full"] for row in chosen]
+        print(
+            f"  {label}: first checked sentence p50 {statistics.median(firsts):.2f} s, "
+            f"p90 {percentile(firsts, 0.9):.2f} s; full answer p50 {statistics.median(fulls):.2f} s, "
+            f"p90 {percentile(fulls, 0.9):.2f} s"
+        )
 
 
 if __name__ == "__main__":

@@ -249,7 +249,7 @@ def test_the_bundled_model_streams_an_answer_into_the_page(page, index_dir, embe
         box = page.locator("#rag-question textarea")
         box.fill(RXNFLOW)
         box.press("Enter")
-        # The model's words appear while it writes, then the checked answer replaces them.
+        # Checked sentences appear as the model writes them; the finished answer is the same text, with badges.
         page.wait_for_function(
             "() => { const s = document.querySelector('#rag-chat .rag-streaming');"
             " return s && s.innerText.replace('▍', '').trim().length > 0; }"
