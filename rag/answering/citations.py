@@ -18,10 +18,11 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from rag.answering.evidence import Evidence
-from rag.answering.words import DIGITS, NAME, source_sentences
+from rag.answering.words import DIGITS, NAME, content_stems, source_sentences
 from rag.core.markers import MARKER, attach_marker, cited_numbers, format_marker, split_sentences
 from rag.core.types import SentenceCheck, Source
 
+FOREIGN_SHARE = 0.3  # see foreign_words: the share of a sentence's content words its source may lack
 FINISHED = re.compile(r"[.!?:;)\]\"'”’]\s*$")
 LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s")
 # A term a sentence coins: in quotes ('a formula called "Causalization"'), or capitalised mid-sentence.
@@ -70,7 +71,8 @@ class CitationChecker:
                 if support[i, best] >= self.threshold:
                     numbers = [best + 1]
             score = max((support[i, n - 1] for n in numbers), default=0.0)
-            supported = bool(score >= self.threshold) and not ungrounded(bare, [sources[n - 1] for n in numbers])
+            cited = [sources[n - 1] for n in numbers]
+            supported = bool(score >= self.threshold) and not ungrounded(bare, cited) and not foreign_words(bare, cited)
             checks.append(SentenceCheck(bare, tuple(numbers), supported, round(float(score), 4)))
         return checks
 
@@ -104,6 +106,16 @@ def ungrounded(sentence: str, cited: list[Source]) -> list[str]:
     coined = [m.group(1) or m.group(2) for m in COINED.finditer(sentence)]
     missing += [term for term in coined if term.lower() not in lowered]
     return missing
+
+
+def foreign_words(sentence: str, cited: list[Source]) -> list[str]:
+    """The sentence's content words (stems) that the cited text lacks, when they are more than
+    `FOREIGN_SHARE` of its words: a sentence mostly in words its source doesn't use ("a type of dark mode
+    anomaly that occurs when the light-dark ratio is not calibrated") is the model's, however close its
+    embedding reads; a few new words (a paraphrase's verbs) are not."""
+    stems = content_stems(sentence)
+    foreign = sorted(stems - content_stems(" ".join(f"{source.title} {source.text}" for source in cited)))
+    return foreign if stems and len(foreign) > FOREIGN_SHARE * len(stems) else []
 
 
 def number_value(text: str) -> str:
