@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rag.answering.evidence import HOW_MUCH, Evidence
-from rag.answering.naming import ACRONYM, mentions, paper_name
-from rag.answering.words import DIGITS, GENERIC, NAME, content_stems
 from rag.core.types import SentenceCheck, Source
+from rag.retrieval.naming import ACRONYM, mentions, paper_name
+from rag.retrieval.words import DIGITS, GENERIC, NAME, content_stems
 
 
 def key_tokens(question: str, evidence: list[Evidence], sources: list[Source]) -> list[str]:

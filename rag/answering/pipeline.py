@@ -14,14 +14,14 @@ from collections.abc import Callable, Iterator
 from rag.answering.acceptance import key_tokens, news, shortfall
 from rag.answering.citations import CitationChecker, kept_text
 from rag.answering.evidence import HOW_MUCH, EvidencePicker, evidence_sources, extractive_answer
-from rag.answering.naming import named_by
 from rag.answering.providers import ExtractiveProvider, Provider
 from rag.answering.streaming import SentenceStream, quoted_checks, shown_text
-from rag.core.config import RetrievalConfig, Settings
+from rag.core.config import Settings
 from rag.core.errors import ModelError
+from rag.core.markup import plain_text
 from rag.core.types import Answer, SentenceCheck, Source
 from rag.retrieval.followup import Standalone
-from rag.retrieval.refusal import refusal_reason
+from rag.retrieval.refusal import refusal
 
 
 class AnswerPipeline:
@@ -111,18 +111,9 @@ class AnswerPipeline:
         return Answer(text=kept_text(shown), sources=sources, checks=list(shown), **fields, **stamp)
 
 
-def refusal(question: str, sources: list[Source], config: RetrievalConfig) -> str | None:
-    """Why the sources can't answer the question, or None: the passage-level rule, unless the question
-    names one of the papers (then its sentences decide)."""
-    reason = refusal_reason(sources, config)
-    return None if reason and any(named_by(question, source) for source in sources) else reason
-
-
 def refusal_text(sources: list[Source]) -> str:
     """A refusal in a researcher's words, naming the closest papers once; the figures that decided it
     go to `Answer.refusal_reason`."""
-    from rag.core.markup import plain_text
-
     if not sources:
         return "No indexed abstract matches this question, so it is not answered."
     titles = [f"“{plain_text(source.title)}”" for source in sources[:3]]

@@ -1,9 +1,11 @@
-"""Whether the best source is close enough to answer from, and if not, why."""
+"""Whether the sources can answer the question, and if not, why: the best source's evidence, unless
+the question names one of the papers."""
 
 from __future__ import annotations
 
 from rag.core.config import RetrievalConfig
 from rag.core.types import Source
+from rag.retrieval.naming import named_by
 
 
 def evidence_score(source: Source) -> float:
@@ -29,3 +31,10 @@ def refusal_reason(sources: list[Source], config: RetrievalConfig) -> str | None
             f"evidence {evidence_score(top):.2f}, below the {config.min_evidence:.2f} threshold"
         )
     return None
+
+
+def refusal(question: str, sources: list[Source], config: RetrievalConfig) -> str | None:
+    """Why the sources can't answer the question, or None: the passage-level rule, unless the question
+    names one of the papers (then its sentences decide)."""
+    reason = refusal_reason(sources, config)
+    return None if reason and any(named_by(question, source) for source in sources) else reason
