@@ -40,6 +40,12 @@ class Question:
     split: str = ""
     kind: str = ""
     facts: tuple[str, ...] = ()  # what a correct answer must say
+    asks: tuple[tuple[str, ...], ...] = ()  # the facts grouped by the part of the question that asks for them
+
+    @property
+    def fact_groups(self) -> tuple[tuple[str, ...], ...]:
+        """The facts of each ask; a question without `asks` asks for all its facts at once."""
+        return self.asks or ((self.facts,) if self.facts else ())
 
     @property
     def answerable(self) -> bool:
@@ -83,6 +89,11 @@ class Row:
     missing_facts: list[str] = field(default_factory=list)
     checked: list[bool] = field(default_factory=list)
     answered_by: str = ""
+    asks: list[list[str]] = field(default_factory=list)  # the facts of each ask
+
+    def asks_answered(self) -> list[bool]:
+        """For each ask: whether the answer holds all its facts (a refusal answers none)."""
+        return [not self.refused and not set(facts) & set(self.missing_facts) for facts in self.asks]
 
     def rank(self) -> int | None:
         """1-based rank of the first gold paper, or None when none is in the list."""
@@ -113,6 +124,7 @@ class Report:
         with_facts = [row for row in texts if row.facts]
         checked = [ok for row in texts if not row.refused for ok in row.checked]
         replies = [row for row in texts if not row.refused]
+        several_asks = [row for row in with_facts if len(row.asks) > 1]
         return {
             "questions": len(self.rows),
             "answerable": len(answerable),
@@ -129,6 +141,9 @@ class Report:
             "fact_recall": _mean([not row.refused and not row.missing_facts for row in with_facts])
             if with_facts
             else None,
+            "ask_recall": _mean([ok for row in with_facts for ok in row.asks_answered()]) if with_facts else None,
+            "every_ask_answered": _mean([all(row.asks_answered()) for row in several_asks]) if several_asks else None,
+            "several_asks": len(several_asks),
             "supported_sentences": _mean(checked) if checked else None,
             "answered_by_model": _mean([row.answered_by == "model" for row in replies]) if replies else None,
             "retrieval_ms_p50": _percentile(times, 50),
@@ -136,6 +151,16 @@ class Report:
             "answer_ms_p50": _percentile(answer_times, 50),
             "answer_ms_p95": _percentile(answer_times, 95),
         }
+
+    def by_kind(self) -> dict[str, dict[str, float | int | None]]:
+        """Fact recall, ask recall and citation precision of each kind of question, for the answers."""
+        kinds = sorted({row.kind for row in self.rows if row.facts and row.text is not None})
+        table = {}
+        for kind in kinds:
+            metrics = Report(self.system, self.questions, self.split, self.k, [r for r in self.rows if r.kind == kind])
+            figures = metrics.metrics()
+            table[kind] = {key: figures[key] for key in ("answerable", "fact_recall", "ask_recall", "citation_precision")}
+        return table
 
     def fact_misses(self) -> list[Row]:
         """Answerable questions whose answer lacks one of the facts it should state."""
@@ -161,6 +186,7 @@ class Report:
             "split": self.split,
             "k": self.k,
             "metrics": self.metrics(),
+            "by_kind": self.by_kind(),
             "missing_gold": self.missing_gold,
             "rows": [{**asdict(row), "rank": row.rank()} for row in self.rows],
         }
@@ -187,6 +213,7 @@ def load_questions(path: str | Path, split: str = "all") -> list[Question]:
                 raw.get("split", ""),
                 raw.get("kind", ""),
                 tuple(raw.get("facts") or ()),
+                tuple(tuple(facts) for facts in raw.get("asks") or ()),
             )
         except (ValueError, KeyError, TypeError) as err:
             raise InputError(f"{path}:{number}: not a question line ({type(err).__name__}: {err})") from None
@@ -229,6 +256,7 @@ def evaluate(
                 missing_facts(outcome.text, question.facts) if outcome.text is not None else [],
                 list(outcome.checked),
                 outcome.answered_by,
+                [list(facts) for facts in question.fact_groups],
             )
         )
         if on_progress:
@@ -277,6 +305,8 @@ def metrics_table(reports: list[Report]) -> str:
         ("unanswerable refused", "refused_unanswerable", "{:.3f}"),
         ("false refusals", "false_refusals", "{:.3f}"),
         ("fact recall", "fact_recall", "{:.3f}"),
+        ("ask recall", "ask_recall", "{:.3f}"),
+        ("every ask answered", "every_ask_answered", "{:.3f}"),
         ("citation precision", "citation_precision", "{:.3f}"),
         ("supported sentences", "supported_sentences", "{:.3f}"),
         ("answered by the model", "answered_by_model", "{:.3f}"),
@@ -299,7 +329,20 @@ def metrics_table(reports: list[Report]) -> str:
             continue
         cells = ["—" if value is None else form.format(value) for value in values]
         out.append(label.ljust(width) + "".join(cell.rjust(w) for cell, w in zip(cells, columns)))
-    return "\n".join(out)
+    return "\n".join(out + kind_lines(reports[0]))
+
+
+def kind_lines(report: Report) -> list[str]:
+    """Per kind of question, the answers' figures (first system only): fact recall, ask recall, citations."""
+    table = report.by_kind()
+    if not table:
+        return []
+    width = max(len(kind) for kind in table) + 2
+    lines = ["by kind".ljust(width) + "  n   facts   asks  cited"]
+    for kind, figures in table.items():
+        cells = ["—" if figures[key] is None else f"{figures[key]:.3f}" for key in ("fact_recall", "ask_recall", "citation_precision")]
+        lines.append(kind.ljust(width) + f"{figures['answerable']:>3}  " + "  ".join(cells))
+    return lines
 
 
 def _mean(values: Sequence[float | bool]) -> float | None:

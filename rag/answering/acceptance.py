@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rag.answering.asks import split_asks
 from rag.answering.evidence import HOW_MUCH, Evidence
 from rag.core.types import SentenceCheck, Source
 from rag.retrieval.naming import ACRONYM, mentions, paper_name
@@ -14,9 +15,13 @@ from rag.retrieval.words import DIGITS, GENERIC, NAME, content_stems
 def key_tokens(question: str, evidence: list[Evidence], sources: list[Source]) -> list[str]:
     """What an answer must say to answer, none of it already in the question: the best sentence's
     numbers for a "how many" question; otherwise the paper's name (its short form; never a whole
-    title) and up to two other names the best sentence gives (a dataset, a measure: 'MMTD-Set')."""
+    title) and up to two other names the best sentence gives (a dataset, a measure: 'MMTD-Set'). For a
+    question of several asks answered one sentence each, those of each ask and its sentence."""
     if not evidence:
         return []
+    asks = split_asks(question)
+    if 1 < len(asks) == len(evidence):  # one sentence per ask: the answer must say what each ask asks for
+        return list(dict.fromkeys(t for ask, item in zip(asks, evidence) for t in key_tokens(ask.text, [item], sources)))
     best = evidence[0]
     if HOW_MUCH.search(question):
         tokens = asked_numbers(question, best.sentence)
@@ -40,7 +45,11 @@ def asked_numbers(question: str, sentence: str) -> list[str]:
 
 def news(question: str, evidence: list[Evidence]) -> set[str]:
     """The best sentence's content words (stems) that the question lacks: what it tells the asker.
-    Empty for a "how many" question, whose asked numbers (its key tokens) are the whole answer."""
+    Empty for a "how many" question, whose asked numbers (its key tokens) are the whole answer. For a
+    question of several asks answered one sentence each, the news of each sentence for its ask."""
+    asks = split_asks(question)
+    if 1 < len(asks) == len(evidence):  # one sentence per ask: the news of each, but a number's
+        return set().union(*(news(ask.text, [item]) for ask, item in zip(asks, evidence))) - content_stems(question)
     if not evidence or HOW_MUCH.search(question):
         return set()
     return content_stems(evidence[0].sentence) - content_stems(question)

@@ -12,7 +12,10 @@ is scored for this question:
 - where it sits: the opening sentence of an abstract is usually background ("Large language models
   have achieved ...") and loses a little; sources ranked lower lose a little per rank.
 
-The best sentence leads; a second or third joins only when it scores close to the first. Both the
+The best sentence leads; a second or third joins only when it scores close to the first. A question
+of two or more asks ("which dataset …, and how large is it?", asks.py) gets one sentence of the best
+sentence's paper per ask instead, in the order asked: each scored against its ask's words and the kind
+of answer it wants (`EvidencePicker.ask_score`), a different sentence for each (asks.best_assignment). Both the
 extractive answer and the model's prompt are built from these sentences, and the key tokens of the
 best one (its numbers and names that the question asks about) are what a model answer must keep
 (acceptance.py). A paper's name comes from rag/retrieval/naming.py; the words compared, from
@@ -29,6 +32,17 @@ from dataclasses import dataclass
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from rag.answering.ask_ranker import AskRanker, ask_features
+from rag.answering.asks import (
+    CODE_LINK,
+    NUMBER,
+    Ask,
+    AskKind,
+    best_assignment,
+    hand_ask_score,
+    split_asks,
+    without_name,
+)
 from rag.core.config import AnswerConfig, RetrievalConfig
 from rag.core.markers import attach_marker
 from rag.core.markup import plain_text
@@ -52,12 +66,6 @@ SEVERAL = re.compile(
 )
 TWO_ASKS = re.compile(r"\band\s+(what|which|how|why|where|when|on which|in which|for which|to what)\b", re.I)
 RESULT = re.compile(r"\b(does|do|did|how well|how good|what results?|outperform|better|improve|effective)\b", re.I)
-NUMBER = re.compile(
-    r"(?<![\w.])\d[\d,]*(?:\.\d+)?|"
-    r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|fifty|hundreds?|"
-    r"thousands?|millions?|billions?|dozens?|half|double|twice|threefold|tenfold)\b",
-    re.IGNORECASE,
-)
 RESULT_WORDS = re.compile(
     r"\b(outperform\w*|improv\w*|achiev\w*|state-of-the-art|surpass\w*|better|reduc\w*|faster|gains?|"
     r"speed-?up|accura\w*|superior|significantly|consistently)\b|%",
@@ -96,11 +104,56 @@ class EvidencePicker:
         self.embeddings = embeddings  # a CachedEmbeddings: the same papers come back for related questions
         self.answer = answer
         self.retrieval = retrieval
+        self._ranker: AskRanker | None = None  # the learned ask scores, read on the first question of two asks
 
     def pick(self, question: str, sources: list[Source]) -> list[Evidence]:
         """The best sentence, then those close to it; for a question about several papers ("which
-        papers …"), the best sentence of each paper close enough instead."""
-        return self.chosen(question, self.scored(question, sources), sources)
+        papers …"), the best sentence of each paper close enough instead; for a question of two or
+        more asks, one sentence of the answering paper per ask, in the order asked."""
+        candidates = self.candidates(question, sources)
+        scored = ranked(candidates, self.answer)
+        asks = split_asks(question)
+        if len(asks) > 1 and not SEVERAL.search(question) and scored:
+            if scored[0].score < self.answer.min_sentence_score:
+                return []
+            name = paper_name(sources[scored[0].number - 1])
+            return self.for_each_ask(asks, scored[0].number, candidates, name if mentions(question, name) else "")
+        return self.chosen(question, scored, sources)
+
+    def for_each_ask(
+        self, asks: list[Ask], number: int, candidates: list[SentenceCandidate], named: str = ""
+    ) -> list[Evidence]:
+        """For each ask, in the order asked, a sentence of paper `number` (the best sentence's): the
+        sentences, one per ask and each a different one, whose ask scores add up highest."""
+        own = [c for c in candidates if c.number == number]
+        scores = self.ask_scores(asks, own, named)
+        choice = best_assignment(scores)
+        return [Evidence(number, own[i].sentence, round(scores[a][i], 4)) for a, i in enumerate(choice)]
+
+    def ask_scores(self, asks: list[Ask], own: list[SentenceCandidate], named: str = "") -> list[list[float]]:
+        """For each ask, how well each of the paper's sentences answers it (`ask_score`). The paper's
+        name, when the question gives it, picks no sentence: it is left out of the ask's words."""
+        sentences = [c.sentence for c in own]
+        vectors = np.asarray(self.embeddings.embed_documents(sentences))
+        table = []
+        for ask in asks:
+            similarity = vectors @ np.asarray(self.embeddings.embed_query(without_name(ask.text, named)))
+            words = rarity_weights(ask.text, sentences, ignore=content_stems(named))
+            features = [
+                ask_features(c, float(cos), covered(c.sentence, words), ask, bool(CODE_LINK.search(c.sentence)))
+                for c, cos in zip(own, similarity)
+            ]
+            table.append([self.ask_score(row) for row in features])
+        return table
+
+    def ask_score(self, features: list[float]) -> float:
+        """How well a sentence answers an ask: by the hand weights (`hand_ask_score`), or under
+        `answer.ask_scorer: learned` the learned ranker's score (ask_ranker.py)."""
+        if self.answer.ask_scorer == "weights":
+            return hand_ask_score(features, self.answer)
+        if self._ranker is None:
+            self._ranker = AskRanker.load()
+        return self._ranker.score(features)
 
     def chosen(self, question: str, scored: list[Evidence], sources: list[Source]) -> list[Evidence]:
         """The sentences `pick` keeps of those scored, best first."""
@@ -155,6 +208,8 @@ class EvidencePicker:
         named = " ".join(name for name in names.values() if mentions(question, name))
         words = rarity_weights(question, [sentence for _, _, sentence in sentences], ignore=content_stems(named))
         wants_number, wants_name = bool(HOW_MUCH.search(question)), bool(WHICH_NAME.search(question))
+        asks = split_asks(question)
+        how_or_why = len(asks) == 1 and asks[0].kind in (AskKind.MECHANISM, AskKind.REASON)
         wants_result = not (wants_number or wants_name) and bool(RESULT.match(question.strip()))
         asked = content_stems(question)
         proposals = {number: proposal_position(sources[number - 1]) for number in numbers}
@@ -172,6 +227,8 @@ class EvidencePicker:
                 proposal = True
             if wants_result and RESULT_WORDS.search(sentence):
                 kind += 1
+            if how_or_why:  # a mechanism or a reason, not the sentence that says what the paper proposes
+                kind += asks[0].held_by(sentence, introduces, position == proposals[number])
             background = position < proposals[number] or is_background(position, sentence)
             candidates.append(
                 SentenceCandidate(
@@ -184,6 +241,8 @@ class EvidencePicker:
                     kind,
                     proposal,
                     background,
+                    introduces,
+                    position == proposals[number],
                 )
             )
         return candidates
@@ -202,6 +261,8 @@ class SentenceCandidate:
     kind: int  # +1 for each kind of answer asked for that it holds (a number, a name, a result), -1 for each it lacks
     proposal: bool  # it says what its paper proposes, or names it
     background: bool  # it comes before the proposal, or opens like background
+    introduces: bool = False  # it is the proposal sentence or names the paper (what a 'which method' ask wants)
+    proposes: bool = False  # it is the sentence that says what the paper proposes ('We introduce X, …')
 
     def score(self, config: AnswerConfig) -> float:
         return round(
@@ -290,11 +351,13 @@ def extractive_answer(question: str, evidence: list[Evidence], sources: list[Sou
 
 
 def evidence_sources(evidence: list[Evidence], sources: list[Source]) -> list[Source]:
-    """What the model is given: each source that holds evidence, with only its evidence sentences,
-    in the order the evidence ranks them. `renumbered` maps the model's `[n]` back."""
+    """What the model is given: each source that holds evidence, with only its evidence sentences
+    rendered as they read (a model copies `$50,000$` badly), in the order the evidence ranks them. `renumbered` maps the model's `[n]` back."""
     order = list(dict.fromkeys(item.number for item in evidence))
     return [
-        sources[number - 1].with_passages([Passage(" ".join(e.sentence for e in evidence if e.number == number))])
+        sources[number - 1].with_passages(
+            [Passage(" ".join(plain_text(e.sentence) for e in evidence if e.number == number))]
+        )
         for number in order
     ]
 

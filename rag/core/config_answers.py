@@ -128,6 +128,18 @@ class AnswerConfig(Section):
     kind_bonus: float = Field(
         0.1, ge=0, description="Gain (or loss) of a sentence holding (or not) the number, name or result asked for."
     )
+    ask_kind_bonus: float = Field(
+        0.2,
+        ge=0,
+        description="For a question of several asks: gain (or loss) of a sentence holding (or not) the kind of "
+        "answer one ask wants (a number, a dataset, a mechanism, a comparison).",
+    )
+    ask_scorer: Literal["learned", "weights"] = Field(
+        "weights",
+        description="How a sentence is scored for one ask: the hand weights above, or the learned ranker shipped "
+        "in rag/answering/ask_ranker.json (retrained by benchmarks/ask_ranker.py; as good on the dev splits, "
+        "docs/answers.md).",
+    )
     novelty_weight: float = Field(0.0, ge=0, description="Weight of the share of its words the question lacks.")
     proposal_bonus: float = Field(
         0.0, ge=0, description="Gain of the sentence that says what the paper proposes, or names it."

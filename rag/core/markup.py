@@ -24,8 +24,9 @@ from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec
 from pylatexenc.latexwalker import LatexWalker, LatexWalkerError
 from pylatexenc.macrospec import LatexContextDb, std_macro
 
-# LaTeX is parsed only where there is some: most sentences have neither a backslash nor a dollar.
-LATEX = re.compile(r"[\\$]")
+# LaTeX is parsed only where there is some: most sentences have neither a backslash, a dollar nor
+# LaTeX's opening quotes (``Spreading COVID-19'' reads “Spreading COVID-19”).
+LATEX = re.compile(r"[\\$]|``")
 # `%` starts a comment and `&` is an alignment tab in LaTeX, but abstracts use both as text (`$44.0$%`):
 # escape those not already escaped (preceded by an even number of backslashes).
 UNESCAPED = re.compile(r"(?<!\\)((?:\\\\)*)([%&])")
@@ -43,6 +44,7 @@ STRONG = re.compile(r"\*\*(?=[^\s*])([^\n]+?)(?<=[^\s*])\*\*")
 STAR_EMPHASIS = re.compile(r"(?<![\w*\\])\*(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?![\w*])")
 UNDERSCORE_EMPHASIS = re.compile(r"(?<![\w\\])_(?=[^\s_])([^_\n]+?)(?<=[^\s_])_(?!\w)")
 SPACES = re.compile(r"[ \t]{2,}")
+DOLLAR = re.compile(r"(?<!\\)\$")  # a math delimiter, not an escaped dollar sign
 
 # What abstracts use beyond pylatexenc's defaults: the walker must know each macro's arguments,
 # the converter what text it stands for. Bold and italic become Markdown, handled with the rest.
@@ -73,6 +75,16 @@ FILE_MACROS = frozenset({"input", "include"})
 def plain_text(text: str) -> str:
     """The text as it reads: `$\\tau$` -> `τ`, `100\\%` -> `100%`, `\\textbf{1)}` -> `1)`, `**x**` -> `x`."""
     return with_emphasis(latex_to_text(text), strong="{}", em="{}")
+
+
+def model_text(text: str) -> str:
+    """A model's answer as it reads, rendered as the abstracts are (`91\\%` -> `91%`, `$\\textit{x}$` -> `x`).
+    A model that copies `$50,000$` sometimes drops one of the dollars; a `$` left unpaired would read the
+    rest of the answer as math, so the last unpaired one is dropped first."""
+    dollars = [match.start() for match in DOLLAR.finditer(text)]
+    if len(dollars) % 2:
+        text = text[: dollars[-1]] + text[dollars[-1] + 1 :]
+    return plain_text(text)
 
 
 def markup_html(text: str) -> str:

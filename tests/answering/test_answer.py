@@ -118,6 +118,15 @@ class TestCitationChecker:
         assert drifted[0].score > 0.5 and not drifted[0].supported
         assert not invented[0].supported
 
+    def test_latex_and_markdown_a_model_writes_read_as_the_abstract_does(self, checker):
+        """The model copied `$50,000$` and lost a dollar ('It took $50,000 GPU hours'): the rest of the answer
+        would read as math. What it writes is rendered as the abstracts are, then checked against the
+        rendered source (the abstract's `$\\epsilon$-VAE` holds the model's 'ϵ-VAE')."""
+        sources = [Source.from_text("x", "X", "It took $50,000$ GPU hours. The $\\epsilon$-VAE reaches 91\\% accuracy.", 0.9)]
+        text, checks = checker.check("It took $50,000 GPU hours [1]. The **ϵ-VAE** reaches 91\\% accuracy [1].", sources)
+        assert text == "It took 50,000 GPU hours [1]. The ϵ-VAE reaches 91% accuracy [1]."
+        assert all(check.supported for check in checks)
+
     def test_a_wrong_citation_is_kept_but_reported_unsupported(self, checker):
         text, checks = checker.check("RxnFlow uses reaction templates [2].", self.SOURCES)
         assert text.endswith("[2].")

@@ -9,7 +9,7 @@ import re
 import pytest
 from conftest import FULL_LIST, seed_abstracts
 
-from rag.core.markup import markup_html, plain_text
+from rag.core.markup import markup_html, model_text, plain_text
 
 # What must not survive: an escaped percent, a formatting macro, math delimiters, Markdown bold.
 RAW = re.compile(r"\\%|\\textbf\{|\\emph\{|\\textit\{|\$|\*\*")
@@ -100,3 +100,17 @@ def test_hostile_text_stays_inert():
     )
     nested = "$" + "{" * 5000 + "x" + "}" * 5000 + "$"
     assert plain_text(nested) == nested  # too deep to parse: shown as it is, no crash
+
+
+@pytest.mark.parametrize(
+    ("written", "shown"),
+    [
+        ("It took $50,000 GPU hours [1].", "It took 50,000 GPU hours [1]."),  # a dollar of `$50,000$` lost
+        ("It reaches 91\\% with $\\textit{Jump Your Steps}$ [1].", "It reaches 91% with Jump Your Steps [1]."),
+        ("**XLand-100B** uses $\\tau$-leaping [2].", "XLand-100B uses τ-leaping [2]."),
+        ("It costs \\$5 [1].", "It costs $5 [1]."),  # an escaped dollar is a dollar
+        ('We showcase a ``Spreading COVID-19" dataset [1].', 'We showcase a “Spreading COVID-19" dataset [1].'),
+    ],
+)
+def test_what_a_model_writes_reads_as_the_abstracts_do(written, shown):
+    assert model_text(written) == shown

@@ -1,0 +1,134 @@
+"""A question's asks: split at the words that join two questions, each with the kind of answer it wants."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from rag.answering.acceptance import key_tokens, news, set_aside
+from rag.answering.ask_ranker import FEATURES, RANKER_FILE, AskRanker
+from rag.answering.asks import AskKind, ask_kind, split_asks
+from rag.answering.evidence import Evidence, EvidencePicker
+from rag.core.config import AnswerConfig, RetrievalConfig
+from rag.core.markers import split_sentences
+from rag.core.types import SentenceCheck, Source
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        (
+            "Which dataset does XLand-100B provide and how large is it?",
+            ["Which dataset does XLand-100B provide", "how large is it?"],
+        ),
+        (
+            "What does Jump Your Steps (JYS) optimize, and on which kinds of generation tasks was it evaluated?",
+            ["What does Jump Your Steps (JYS) optimize", "on which kinds of generation tasks was it evaluated?"],
+        ),
+        (
+            "How does RxnFlow assemble molecules; what does it report on CrossDocked2020?",
+            ["How does RxnFlow assemble molecules", "what does it report on CrossDocked2020?"],
+        ),
+        ("Which datasets, and how much better?", ["Which datasets", "how much better?"]),
+        # a list inside one ask, or a verb list, is not a second ask
+        ("Roughly how many tasks, transitions and episodes does XLand-100B contain?", None),
+        ("How many building blocks and reaction templates make up RxnFlow's action space?", None),
+        ("What does the agent learn and do with text?", None),
+        ("What and how much does it store?", None),  # two wh-words of one ask
+        ("Does it work, and is it fast?", ["Does it work", "is it fast?"]),
+        (
+            "What does the analysis assume, and beyond speech, on which models was it verified?",
+            ["What does the analysis assume", "beyond speech, on which models was it verified?"],
+        ),
+    ],
+)
+def test_a_question_splits_into_its_asks_only_where_a_wh_word_starts_a_new_one(question, asks):
+    assert [ask.text for ask in split_asks(question)] == (asks or [question])
+
+
+@pytest.mark.parametrize(
+    ("ask", "kind"),
+    [
+        ("how large is it?", AskKind.NUMBER),
+        ("How many GPU hours did it take?", AskKind.NUMBER),
+        ("how much better than random guessing could the models distinguish shades of wrong?", AskKind.COMPARISON),
+        ("Which dataset does XLand-100B provide", AskKind.DATA),
+        ("on which kinds of generation tasks was it evaluated?", AskKind.DATA),
+        ("How does Stealthy Shield Defense protect a model", AskKind.MECHANISM),
+        ("Why does R3D2 recast Hanabi as a text task", AskKind.REASON),
+        ("Which framework detects tampered images", AskKind.NAME),
+        ("What does the acronym R3D2 stand for", AskKind.NAME),
+        ("Does SSD outperform existing defenses", AskKind.COMPARISON),
+        ("Is there a dataset of learning histories", AskKind.NAME),
+        ("Does learning fair representations remove bias", AskKind.RESULT),
+        ("What is the bright ending anomaly", AskKind.WHAT),
+        ("what does the study conclude about them?", AskKind.RESULT),
+    ],
+)
+def test_each_ask_wants_a_kind_of_answer(ask, kind):
+    assert ask_kind(ask) is kind
+
+
+def test_a_sentence_holds_an_ask_of_its_kind_or_lacks_it():
+    number, data, how = (split_asks(q)[0] for q in ("How many tasks?", "Which datasets are used?", "How does it work?"))
+    assert number.held_by("It covers nearly 30,000 different tasks.", False) == 1
+    assert number.held_by("It covers many different tasks.", False) == -1
+    assert data.held_by("We evaluate on GEOM-DRUGS and QM9-2014.", False) == 1
+    assert how.held_by("We formulate a convex problem and solve it via the water-filling method.", False) == 1
+    assert how.held_by("We propose SSD, which works by post-processing outputs.", True, True) == -1  # not 'we propose X'
+
+
+@pytest.mark.parametrize(
+    ("question", "facts"),
+    [
+        ("Which dataset does XLand-100B provide and how large is it?", ["30,000"]),
+        ("What does RxnFlow train with, and how many reaction templates does it use?", ["GFlowNets", "71"]),
+        ("How does Stealthy Shield Defense protect a model, and does it need retraining?", ["outputs", "retrain"]),
+    ],
+)
+def test_each_ask_of_a_two_part_question_gets_its_own_sentence_in_the_order_asked(seeded, question, facts):
+    answer = seeded.answer(question)
+    sentences = split_sentences(answer.text)
+    assert not answer.refused and len(sentences) == len(split_asks(question))
+    where = [next(i for i, sentence in enumerate(sentences) if fact in sentence) for fact in facts]
+    assert where == sorted(where)
+    assert all(check.supported for check in answer.checks)
+
+
+def test_a_model_answer_to_two_asks_must_say_what_each_ask_asks_for():
+    """key_tokens and news are read per ask when the evidence is one sentence per ask: an answer that
+    names the environment but not the 30,000 tasks is set aside for the extractive one."""
+    source = Source.from_text("x", "X", "We present XLand-100B, based on XLand-MiniGrid. It holds 30,000 tasks.", 0.9)
+    evidence = [Evidence(1, "We present XLand-100B, based on XLand-MiniGrid.", 1.0), Evidence(1, "It holds 30,000 tasks.", 0.9)]
+    question = "Which environment is XLand-100B built on, and how many tasks does it hold?"
+    assert key_tokens(question, evidence, [source]) == ["XLand-MiniGrid", "30,000"]
+    half = [SentenceCheck("XLand-100B is based on XLand-MiniGrid", (1,), True, 0.9)]
+    assert "left out 30,000" in (set_aside(half, key_tokens(question, evidence, [source]), news(question, evidence), 0.5) or "")
+
+
+def test_the_shipped_ask_ranker_loads_small_and_scores_a_sentence_for_an_ask(embeddings):
+    """The learned weights are a small file in the package, read without scikit-learn; a file trained on
+    other features is refused by name. Either scorer picks one sentence per ask."""
+    assert RANKER_FILE.stat().st_size < 10_000
+    ranker = AskRanker.load()
+    assert len(ranker.weights) == len(FEATURES)
+    source = Source.from_text(
+        "x", "X", "We present XLand-100B, based on XLand-MiniGrid. It holds 30,000 tasks. Code is at https://x.org.", 0.9
+    )
+    question = "Which environment is XLand-100B built on, and how many tasks does it hold?"
+    for scorer in ("weights", "learned"):
+        picker = EvidencePicker(embeddings, AnswerConfig(ask_scorer=scorer), RetrievalConfig(min_evidence=0))
+        assert [e.sentence for e in picker.pick(question, [source])] == [
+            "We present XLand-100B, based on XLand-MiniGrid.",
+            "It holds 30,000 tasks.",
+        ]
+    assert "sklearn" not in sys.modules
+
+
+def test_a_ranker_file_for_other_features_is_refused(tmp_path):
+    stale = tmp_path / "ranker.json"
+    stale.write_text(json.dumps({"features": ["cosine"], "weights": [1.0], "bias": 0.0}))
+    with pytest.raises(ValueError, match="retrain"):
+        AskRanker.load(stale)
