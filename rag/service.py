@@ -12,7 +12,7 @@ import logging
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import cached_property
@@ -27,6 +27,7 @@ from rag.answering.providers import Provider, make_provider
 from rag.core.config import BUNDLED_SEEDS, Settings, checked_k, load_config
 from rag.core.errors import RagError
 from rag.core.filters import PICKERS, Filters
+from rag.core.markers import cited_numbers
 from rag.core.text import clean_question
 from rag.core.types import Answer, Source
 from rag.index.access import IndexAccess
@@ -45,7 +46,8 @@ from rag.index.store import PaperIndex, open_client
 from rag.ingest.chunking import Chunker
 from rag.ingest.papers import load_papers
 from rag.ingest.pipeline import IngestReport, ingest_papers
-from rag.retrieval.followup import Standalone, checked_standalone
+from rag.retrieval.focus import History, Turn, as_turns, held_to_focus, pairs
+from rag.retrieval.followup import Rewriter, Standalone, checked_standalone
 from rag.retrieval.search import Retriever
 from rag.retrieval.understand import Understood
 from rag.retrieval.understand import understand as understand_question
@@ -73,6 +75,9 @@ class RagService:
         reopenable = client is None and self.config.vectorstore.mode == "persistent"
         self.access = IndexAccess(reopenable, lambda: self.index.revision(), self._reopen)
         self._has_papers = False  # seen a non-empty index (see ensure_index)
+        # The papers each recent answer cited, by its text: the focus a client that sends only text left.
+        self._cited: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self._cited_lock = threading.Lock()
         self._embeddings_given = embeddings is not None  # the caller's: they must suit the index's setup
         if embeddings is not None:
             self.embeddings = embeddings
@@ -309,7 +314,7 @@ class RagService:
     def stream_answer(
         self,
         question: str,
-        history: list[tuple[str, str]] | None = None,
+        history: History | None = None,
         k: int | None = None,
         filters: Filters | None = None,
         understand: bool | None = None,
@@ -317,10 +322,26 @@ class RagService:
     ) -> Iterator[str | Answer]:
         """Yield answer text in pieces as the model writes it, then the final, checked `Answer`.
 
+        `history`: the conversation so far, oldest first, as `Turn`s or (question, answer) pairs; a
+        follow-up that refers back is answered from the papers in focus (rag/retrieval/focus.py).
         The question's kind (lookup, list, count, compare) and the filters it states in words are read
         from it (`understand`, default `questions.understand`); `filters` given here win over those,
         and understood filters on a field named in `dropped` are not applied.
         """
+        for piece in self._stream_answer(question, history, k, filters, understand, dropped):
+            if isinstance(piece, Answer):
+                self._remember(piece)
+            yield piece
+
+    def _stream_answer(
+        self,
+        question: str,
+        history: History | None,
+        k: int | None,
+        filters: Filters | None,
+        understand: bool | None,
+        dropped: Iterable[str],
+    ) -> Iterator[str | Answer]:
         question = self.clean_question(question)
         standalone = self.standalone(question, history or [])
         read = self.config.questions.understand if understand is None else understand
@@ -334,10 +355,15 @@ class RagService:
             "config": self.config.name,
             "filters": applied.to_json(),
             "understood": understood.in_use(explicit, dropped).labels(),
+            "focus": list(standalone.focus),
         }
-        answer = many_papers_answer(understood, applied, self._search, self.config, **stamp)
+        # A follow-up held to the papers in focus is a lookup of them.
+        answer = None
+        if not standalone.focus:
+            answer = many_papers_answer(understood, applied, self._search, self.config, **stamp)
         if answer is None:  # a lookup: the answer pipeline's, over what retrieval finds
-            sources = self._search(understood.text, k, applied)
+            held = replace(applied, papers=standalone.focus or applied.papers)
+            sources = self._search(understood.text, k, held)
             yield from self.pipeline.stream(replace(standalone, question=understood.text), sources, stamp)
             return
         yield answer.text  # no model: the whole text at once, then the answer
@@ -356,21 +382,80 @@ class RagService:
 
     def find_sources(self, inputs: dict) -> dict:
         """{question, history, k, filters} -> the same plus `standalone` (the question made
-        self-contained, a `Standalone`) and `sources` (what retrieval found for it)."""
+        self-contained, a `Standalone`) and `sources` (what retrieval found for it, held to the papers in
+        focus for a follow-up that refers back to them)."""
         standalone = self.standalone(self.clean_question(inputs["question"]), inputs.get("history") or [])
-        return inputs | {
-            "standalone": standalone,
-            "sources": self._search(standalone.question, inputs.get("k"), inputs.get("filters")),
-        }
+        filters = inputs.get("filters") or Filters()
+        held = replace(filters, papers=standalone.focus or filters.papers)
+        return inputs | {"standalone": standalone, "sources": self._search(standalone.question, inputs.get("k"), held)}
 
     def clean_question(self, question: str, what: str = "the question") -> str:
         """The question without control characters; an empty, over-long or garbled question is an
         InputError naming the text as `what` (rag/core/text.py). Done once, where a question comes in."""
         return clean_question(question, self.config.answer.max_question_chars, what)
 
-    def standalone(self, question: str, history: list[tuple[str, str]]) -> Standalone:
-        """The (clean) question made self-contained with the history, each text of which is checked first."""
-        return checked_standalone(question, history, lambda: self.provider, self.clean_question)
+    def standalone(self, question: str, history: History, rewrite: bool = True) -> Standalone:
+        """The (clean) question made self-contained with the history, each text of which is checked first:
+        held to the papers in focus when it refers back to them, else rewritten (rag/retrieval/followup.py).
+        `rewrite=False` leaves the model out (the rule only)."""
+        turns = as_turns(history)
+        rewriter: Callable[[], Rewriter] = (lambda: self.provider) if rewrite else _NoRewrite
+        return checked_standalone(
+            question,
+            pairs(turns),
+            rewriter,
+            self.clean_question,
+            lambda: held_to_focus(question, turns, self.focus_of(turns), self._search, rewriter),
+        )
+
+    def focus_of(self, history: History) -> tuple[str, ...]:
+        """The papers the conversation is about after its last turn: those its answer cited.
+
+        A turn may carry them; else they are the ones remembered for that answer's text (answered by this
+        service), else recovered: the answer's [n] markers read against the sources the same question,
+        with the (at most 4) turns before it, finds again (the same on the same index).
+        """
+        turns = as_turns(history)
+        if not turns:
+            return ()
+        last = turns[-1]
+        if last.papers:
+            return last.papers
+        with self._cited_lock:
+            remembered = self._cited.get(last.answer)
+        if remembered is not None:
+            return remembered
+        if not cited_numbers(last.answer, 99):
+            return ()  # a refusal, or an answer citing nothing: no focus to recover
+        earlier = self.standalone(self.clean_question(last.question), turns[-5:-1], rewrite=False)
+        asked = earlier.question
+        understood = self.understand(asked) if self.config.questions.understand else Understood(asked, asked)
+        if understood.kind != "lookup" and not earlier.focus:
+            return ()  # a list's sources come from other searches: not recovered
+        applied = understood.applied(Filters())
+        sources = self._search(understood.text, None, replace(applied, papers=earlier.focus or applied.papers))
+        return tuple(dict.fromkeys(sources[n - 1].paper_id for n in cited_numbers(last.answer, len(sources))))
+
+    def turn(self, answer: Answer) -> Turn:
+        """An answer as a turn of the conversation's history, with the papers it leaves in focus."""
+        return Turn(answer.question, answer.text, tuple(answer.cited))
+
+    def _remember(self, answer: Answer) -> None:
+        with self._cited_lock:
+            self._cited[answer.text] = tuple(answer.cited)
+            self._cited.move_to_end(answer.text)
+            while len(self._cited) > _CITED_KEPT:
+                self._cited.popitem(last=False)
+
+
+class _NoRewrite:
+    """A rewriter that leaves every follow-up to the rule (no model is loaded or asked)."""
+
+    def rewrite(self, question: str, history: list[tuple[str, str]]) -> str | None:
+        return None
+
+
+_CITED_KEPT = 2048  # answers whose cited papers are remembered: a few hundred conversations' worth
 
 
 _SERVICES_KEPT = 4

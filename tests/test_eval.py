@@ -246,7 +246,7 @@ def test_list_questions_are_well_formed():
     """list_questions.jsonl: many-paper questions whose `filters` hold what the question states in words, in the
     form `Filters` takes; compare items name exactly two papers, list and count items 2 to 40."""
     items = question_lines(LIST_QUESTIONS)
-    assert {spec.name for spec in FIELDS} == {"status", "primary_area", "author", "has_code"}
+    assert {spec.name for spec in FIELDS} == {"status", "primary_area", "author", "has_code", "papers"}
     for number, item in enumerate(items, start=1):
         where = f"{LIST_QUESTIONS}:{number}"
         assert set(item) == {"question", "kind", "filters", "topic", "gold", "split", "how"}, where

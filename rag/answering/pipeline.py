@@ -42,7 +42,8 @@ class AnswerPipeline:
 
         `stamp`: the fields every Answer gets (the question as asked, filters, config...)."""
         asked = standalone.question
-        reason = refusal(asked, sources, self.config.retrieval)
+        # A follow-up about the papers in focus is theirs to answer: their sentences decide, as for a named paper.
+        reason = None if standalone.focus and sources else refusal(asked, sources, self.config.retrieval)
         evidence = [] if reason else self.picker.pick(asked, sources)
         if not reason and not evidence:
             reason = "no sentence of the closest abstracts answers it"

@@ -30,6 +30,8 @@ class Standalone:
 
     question: str
     model_failure: str | None = None
+    # The papers in focus it is answered from (rag/retrieval/focus.py); empty when it searches anew.
+    focus: tuple[str, ...] = ()
 
 
 def standalone_question(
@@ -50,16 +52,23 @@ def standalone_question(
 
 
 def checked_standalone(
-    question: str, history: list[tuple[str, str]], rewriter: Callable[[], Rewriter], clean: Callable[[str, str], str]
+    question: str,
+    history: list[tuple[str, str]],
+    rewriter: Callable[[], Rewriter],
+    clean: Callable[[str, str], str],
+    focused: Callable[[], Standalone | None] = lambda: None,
 ) -> Standalone:
     """The (clean) question made self-contained with the history; each other text is checked first with
     `clean(text, what)`, and a refusal names the one refused: a question of the history, its answer, or
-    the rewritten follow-up (a question that is not a follow-up was cleaned already)."""
+    the rewritten follow-up (a question that is not a follow-up was cleaned already).
+
+    `focused` is the follow-up held to the papers in focus (rag/retrieval/focus.py), or None when it
+    asks anew; it is called once the history is checked."""
     for number, (asked, replied) in enumerate(history, start=1):
         clean(asked, f"question {number} of the history")
         if problem := not_text(replied):
             raise InputError(f"answer {number} of the history {problem}")
-    standalone = standalone_question(question, history, rewriter)
+    standalone = (focused() if history else None) or standalone_question(question, history, rewriter)
     if standalone.question == question:
         return standalone
     return replace(standalone, question=clean(standalone.question, "the follow-up rewritten with the conversation"))

@@ -63,11 +63,29 @@ def test_control_characters_are_dropped_from_the_question(seeded):
     assert answer.sources[0].paper_id == seed_id("Hanabi")
 
 
-def test_a_follow_up_is_rewritten_with_the_conversation_before_retrieval(seeded):
+def test_a_follow_up_that_refers_back_is_answered_from_the_paper_the_last_answer_cited(seeded):
+    # The history is text only (as chat clients send it): the cited paper is recovered from its [1].
     history = [("Which paper trains agents to play Hanabi?", "One trains agents for Hanabi [1].")]
     answer = seeded.answer("What benchmark did they evaluate it on?", history=history)
-    assert "Hanabi" in answer.standalone_question
-    assert answer.sources[0].paper_id == seed_id("Hanabi")
+    assert answer.focus == [seed_id("Hanabi")] and [s.paper_id for s in answer.sources] == answer.focus
+    assert answer.standalone_question == "What benchmark did they evaluate it on?"  # not last question + this one
+    assert "Hanabi benchmark" in answer.text and not answer.refused
+
+
+def test_the_readme_follow_up_states_the_benchmark_not_the_previous_answer_again(seeded):
+    first = seeded.answer("Which agent plays Hanabi with unfamiliar partners?")
+    follow = seeded.answer("What benchmark did they use?", history=[seeded.turn(first)])
+    assert follow.focus == first.cited[:1] and follow.cited == first.cited[:1]
+    assert "Hanabi benchmark" in follow.checks[0].text  # it leads with the new fact, not the last answer again
+
+
+def test_a_follow_up_with_a_topic_of_its_own_searches_anew(seeded):
+    first = seeded.answer("Which agent plays Hanabi with unfamiliar partners?")
+    first_turn = seeded.turn(first)
+    other = seeded.answer("Which paper localizes memorized regions in text-to-image diffusion models?", history=[first_turn])
+    assert other.focus == [] and other.sources[0].paper_id == seed_id("bright ending")
+    named = seeded.answer("And what does FakeShield detect, is it explainable?", history=[first_turn])
+    assert named.focus == [] and named.cited[:1] == [seed_id("FakeShield")]
 
 
 def test_a_fresh_index_ingests_the_bundled_seeds_on_first_use(make_service):
