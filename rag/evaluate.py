@@ -38,6 +38,9 @@ class Question:
     split: str = ""
     kind: str = ""
     facts: tuple[str, ...] = ()  # what a correct answer must say
+    # A conversation's earlier questions, oldest first: each is answered in turn, and `question` is
+    # asked as the follow-up with those answers as its history (tests/eval/conversation_questions.jsonl).
+    history: tuple[str, ...] = ()
 
     @property
     def answerable(self) -> bool:
@@ -61,6 +64,12 @@ class System(Protocol):
     name: str
 
     def search(self, question: str, k: int) -> Outcome: ...
+
+
+class Conversing(System, Protocol):
+    """A system that can also answer a follow-up, after answering the conversation's earlier questions."""
+
+    def converse(self, history: Sequence[str], question: str, k: int) -> Outcome: ...
 
 
 @dataclass
@@ -124,6 +133,9 @@ class Report:
             if any(row.cited is not None for row in self.rows)
             else None,
             "answers_with_citations": len(answered),
+            "cited_first_gold": _mean([bool(row.cited) and row.cited[0] in row.gold for row in texts])
+            if texts
+            else None,
             "fact_recall": _mean([not row.refused and not row.missing_facts for row in with_facts])
             if with_facts
             else None,
@@ -185,6 +197,7 @@ def load_questions(path: str | Path, split: str = "all") -> list[Question]:
                 raw.get("split", ""),
                 raw.get("kind", ""),
                 tuple(raw.get("facts") or ()),
+                tuple(str(earlier) for earlier in raw.get("history") or ()),
             )
         except (ValueError, KeyError, TypeError) as err:
             raise InputError(f"{path}:{number}: not a question line ({type(err).__name__}: {err})") from None
@@ -209,7 +222,12 @@ def evaluate(
     report = Report(system.name, label, split, k)
     for question in questions:
         started = time.perf_counter()
-        outcome = system.search(question.question, k)
+        if question.history:
+            if not hasattr(system, "converse"):
+                raise InputError(f"{system.name} can't hold a conversation; {label or 'the set'} has follow-ups")
+            outcome = system.converse(question.history, question.question, k)
+        else:
+            outcome = system.search(question.question, k)
         elapsed = (time.perf_counter() - started) * 1000 - (outcome.answer_ms or 0.0)
         report.rows.append(
             Row(
@@ -259,6 +277,20 @@ class ServiceSystem:
         checked = tuple(check.supported for check in answer.checks)
         return Outcome(ranked, answer.refused, answer.cited, elapsed, answer.text, checked, answer.answered_by)
 
+    def converse(self, history: Sequence[str], question: str, k: int) -> Outcome:
+        """The follow-up `question` answered after each of `history`, whose answers are its history as
+        text, as a chat client sends it (the papers in focus are the service's to recover); always
+        answered, since the follow-up rests on the answers before it."""
+        turns: list[tuple[str, str]] = []
+        for earlier in history:
+            turns.append((earlier, self.service.answer(earlier, history=list(turns), k=k).text))
+        started = time.perf_counter()
+        answer = self.service.answer(question, history=turns, k=k)
+        elapsed = round((time.perf_counter() - started) * 1000, 1)
+        checked = tuple(check.supported for check in answer.checks)
+        ranked = [source.paper_id for source in answer.sources]
+        return Outcome(ranked, answer.refused, answer.cited, elapsed, answer.text, checked, answer.answered_by)
+
     def missing(self, questions: Iterable[Question]) -> list[str]:
         """Gold papers the index does not hold: an index without them can't be measured."""
         self.service.ensure_index()
@@ -279,6 +311,7 @@ def metrics_table(reports: list[Report]) -> str:
         ("false refusals", "false_refusals", "{:.3f}"),
         ("fact recall", "fact_recall", "{:.3f}"),
         ("citation precision", "citation_precision", "{:.3f}"),
+        ("right paper cited first", "cited_first_gold", "{:.3f}"),
         ("supported sentences", "supported_sentences", "{:.3f}"),
         ("answered by the model", "answered_by_model", "{:.3f}"),
         ("retrieval ms p50", "retrieval_ms_p50", "{:.1f}"),
