@@ -22,3 +22,34 @@ def run_on_terminal(argv: list[str], environment: dict[str, str]) -> tuple[list[
         chunks.append(chunk.decode(errors="replace").replace("\r\n", "\n"))
     _, status = os.waitpid(process_id, 0)
     return chunks, os.waitstatus_to_exitcode(status)
+
+
+def converse_on_terminal(
+    argv: list[str], environment: dict[str, str], lines: list[str], prompt: str = "> ", timeout: float = 300
+) -> tuple[str, int]:
+    """Type each line at the command's prompt, as a person would (waiting for the prompt before typing),
+    then Ctrl-D; what the terminal showed (the typed lines echoed, as on a screen) and the exit status."""
+    import select
+    import time
+
+    process_id, terminal = pty.fork()
+    if process_id == 0:  # the child: the command, its stdin and stdout the terminal
+        os.execve(argv[0], argv, environment)
+    shown, to_type, deadline = "", [*lines, "\x04"], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([terminal], [], [], 1.0)
+        if ready:
+            try:
+                chunk = os.read(terminal, 4096)
+            except OSError:  # the child exited and closed the terminal
+                break
+            if not chunk:
+                break
+            shown += chunk.decode(errors="replace").replace("\r\n", "\n")
+        if to_type and shown.endswith(prompt):
+            typed = to_type.pop(0)
+            os.write(terminal, (typed if typed == "\x04" else typed + "\n").encode())
+    else:
+        os.kill(process_id, 9)
+    _, status = os.waitpid(process_id, 0)
+    return shown, os.waitstatus_to_exitcode(status)
