@@ -14,6 +14,10 @@ from typing import Protocol
 from rag.core.errors import InputError, ModelError
 from rag.core.text import not_text
 
+# The longest earlier answer a history may hold: far above any answer given (a list of 40 papers, a
+# sentence each, is about 10,000), far below what would slow the history's checks and the model's prompt.
+MAX_ANSWER_CHARS = 20_000
+
 FOLLOW_UP = re.compile(r"\b(it|its|they|their|them|this|that|these|those|the paper|the method)\b", re.IGNORECASE)
 
 
@@ -68,6 +72,12 @@ def checked_standalone(
         clean(asked, f"question {number} of the history")
         if problem := not_text(replied):
             raise InputError(f"answer {number} of the history {problem}")
+        if not replied.strip():
+            raise InputError(f"answer {number} of the history is empty")
+        if len(replied) > MAX_ANSWER_CHARS:
+            raise InputError(
+                f"answer {number} of the history is {len(replied):,} characters long; the limit is {MAX_ANSWER_CHARS:,}"
+            )
     standalone = (focused() if history else None) or standalone_question(question, history, rewriter)
     if standalone.question == question:
         return standalone
