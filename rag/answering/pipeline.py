@@ -19,7 +19,7 @@ from rag.core.config import RetrievalConfig, Settings
 from rag.core.errors import ModelError
 from rag.core.types import Answer, Source
 from rag.retrieval.followup import Standalone
-from rag.retrieval.refusal import refusal_reason
+from rag.retrieval.refusal import refusal_reason, stands_in
 
 
 class AnswerPipeline:
@@ -44,6 +44,8 @@ class AnswerPipeline:
         asked = standalone.question
         # A follow-up about the papers in focus is theirs to answer: their sentences decide, as for a named paper.
         reason = None if standalone.focus and sources else refusal(asked, sources, self.config.retrieval)
+        if not reason and (standing := stands_in(asked, sources)) and standing is not sources[0]:
+            sources = [standing, *(source for source in sources if source is not standing)]  # the look-up's paper first
         evidence = [] if reason else self.picker.pick(asked, sources)
         if not reason and not evidence:
             reason = "no sentence of the closest abstracts answers it"
@@ -87,9 +89,11 @@ class AnswerPipeline:
 
 def refusal(question: str, sources: list[Source], config: RetrievalConfig) -> str | None:
     """Why the sources can't answer the question, or None: the passage-level rule, unless the question
-    names one of the papers (then its sentences decide)."""
+    names one of the papers or its distinctive words stand in one (then its sentences decide)."""
     reason = refusal_reason(sources, config)
-    return None if reason and any(named_by(question, source) for source in sources) else reason
+    if reason and (any(named_by(question, source) for source in sources) or stands_in(question, sources)):
+        return None  # a paper named, or an exact look-up of a paper's words: its sentences decide
+    return reason
 
 
 def refusal_text(sources: list[Source]) -> str:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 from rag.core.config import RetrievalConfig
 from rag.core.types import Source
+from rag.facts import contains_fact
 
 
 def evidence_score(source: Source) -> float:
@@ -28,4 +31,32 @@ def refusal_reason(sources: list[Source], config: RetrievalConfig) -> str | None
             f"best match {top.score:.2f} similar and holding {coverage:.0%} of the question's weighted words: "
             f"evidence {evidence_score(top):.2f}, below the {config.min_evidence:.2f} threshold"
         )
+    return None
+
+
+# A number a question may look up ("26%", "20.9%", "1.2 million", "50,000"): with a decimal point, a
+# percent sign, a thousands separator or a scale word, or three digits or more; not "2" or "3D".
+LOOKED_UP_NUMBER = re.compile(
+    r"(?<![\w.])(?:\d+\.\d+|\d{1,3}(?:,\d{3})+|\d{3,}|\d+(?=\s?%|\s(?:million|billion|thousand)\b))"
+    r"(?:\s?%|\s(?:million|billion|thousand)\b)?",
+    re.IGNORECASE,
+)
+# The share of the question's weighted words a paper holding its number must also hold.
+NUMBER_COVERAGE = 0.4
+
+
+def stands_in(question: str, sources: list[Source]) -> Source | None:
+    """The one source a question's distinctive words stand in, verbatim, or None: an exact look-up
+    (a dataset's name, a coined term, the context of a reported number) of a paper retrieval found.
+
+    Either the only source holding every word of the question, or the only one stating a number the
+    question gives ("What is the 20.9% figure about?") while holding a good share of its words.
+    """
+    whole = [source for source in sources if source.match.coverage >= 0.999]
+    if len(whole) == 1:
+        return whole[0]
+    for number in LOOKED_UP_NUMBER.findall(question):
+        holding = [source for source in sources if contains_fact(f"{source.title} {source.text}", number)]
+        if len(holding) == 1 and holding[0].match.coverage >= NUMBER_COVERAGE:
+            return holding[0]
     return None

@@ -82,10 +82,27 @@ def test_the_readme_follow_up_states_the_benchmark_not_the_previous_answer_again
 def test_a_follow_up_with_a_topic_of_its_own_searches_anew(seeded):
     first = seeded.answer("Which agent plays Hanabi with unfamiliar partners?")
     first_turn = seeded.turn(first)
-    other = seeded.answer("Which paper localizes memorized regions in text-to-image diffusion models?", history=[first_turn])
+    localize = "Which paper localizes memorized regions in text-to-image diffusion models?"
+    other = seeded.answer(localize, history=[first_turn])
     assert other.focus == [] and other.sources[0].paper_id == seed_id("bright ending")
     named = seeded.answer("And what does FakeShield detect, is it explainable?", history=[first_turn])
     assert named.focus == [] and named.cited[:1] == [seed_id("FakeShield")]
+
+
+@pytest.mark.parametrize(
+    "question, paper, says",
+    [
+        ("What is clustered importance sampling?", "clustered importance sampling", "clustered importance sampling"),
+        ("What does 26% relative improvement refer to?", "NExT-Mol", "3D FCD"),
+        ("What is the 20.9% figure about?", "wrong-over-wrong", "random guess"),
+        ("What does 1.2 million refer to?", "RxnFlow", "building blocks"),
+    ],
+)
+def test_an_exact_look_up_of_words_standing_in_one_abstract_is_answered_from_it(seeded, question, paper, says):
+    # Refused before issue 28: each of these words stands verbatim in one seed abstract, but its passages
+    # scored below the refusal line (or another paper ranked first on meaning).
+    answer = seeded.answer(question)
+    assert not answer.refused and answer.cited[:1] == [seed_id(paper)] and says in answer.text
 
 
 def test_a_fresh_index_ingests_the_bundled_seeds_on_first_use(make_service):
