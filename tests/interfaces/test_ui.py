@@ -80,6 +80,8 @@ def test_a_follow_up_is_asked_with_the_conversation_so_far(seeded):
     # Held to the paper the first answer cited: the follow-up itself is asked of it.
     assert follow_up.focus == answers[0].cited[:1] == [follow_up.sources[0].paper_id]
     assert follow_up.standalone_question == "What does it outperform?"
+    bubble = chat[-1]["content"]
+    assert 'A follow-up on <span class="rag-cite' in bubble and "asked as: “What does it outperform?”" in bubble
     assert "source-1-1" in panel and "goto-source-1-" in chat[-1]["content"]
 
 
