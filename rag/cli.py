@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ask = commands.add_parser("ask", help="answer a question with cited sources")
     ask.add_argument("question")
-    ask.add_argument("-k", type=papers_k, default=None, help="papers to retrieve (default and bounds: retrieval.k)")
+    add_asking_options(ask)
     output = ask.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the answer as JSON")
     output.add_argument(
@@ -75,29 +75,11 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("bib", "csv", "md"),
         help="print only the cited (or listed) papers as BibTeX, CSV or Markdown, e.g. > refs.bib",
     )
-    ask.add_argument(
-        "--no-understand",
-        dest="understand",
-        action="store_false",
-        default=None,
-        help="take the question literally: no filters or list/count/compare read from its words",
-    )
-    add_filter_options(ask)
-    add_common_options(ask)
     ask.set_defaults(run=run_ask)
 
     chat = commands.add_parser("chat", help="a conversation in the terminal: follow-ups see the answers before them")
     chat.add_argument("questions", nargs="?", help="a file of questions, one a line, asked in turn (default: typed)")
-    chat.add_argument("-k", type=papers_k, default=None, help="papers to retrieve (default and bounds: retrieval.k)")
-    chat.add_argument(
-        "--no-understand",
-        dest="understand",
-        action="store_false",
-        default=None,
-        help="take each question literally: no filters or list/count/compare read from its words",
-    )
-    add_filter_options(chat)
-    add_common_options(chat)
+    add_asking_options(chat)
     chat.set_defaults(run=run_chat)
 
     stats = commands.add_parser("stats", help="what the index holds")
@@ -156,6 +138,20 @@ def add_fetch_parser(commands) -> None:
     for name, venue in SHORTCUTS.items():
         shortcut = sources.add_parser(name, parents=[options], help=f"short for: openreview {venue}")
         shortcut.set_defaults(run=run_fetch, venue=venue)
+
+
+def add_asking_options(parser: argparse.ArgumentParser) -> None:
+    """What `rag ask` and `rag chat` take: -k, --no-understand, the filters, --config and --index."""
+    parser.add_argument("-k", type=papers_k, default=None, help="papers to retrieve (default and bounds: retrieval.k)")
+    parser.add_argument(
+        "--no-understand",
+        dest="understand",
+        action="store_false",
+        default=None,
+        help="take the question literally: no filters or list/count/compare read from its words",
+    )
+    add_filter_options(parser)
+    add_common_options(parser)
 
 
 def papers_k(text: str) -> int:

@@ -6,11 +6,18 @@ import os
 import pty
 
 
+def started_on_terminal(argv: list[str], environment: dict[str, str]) -> tuple[int, int]:
+    """The command started with a pseudo-terminal as its stdin, stdout and stderr: its process id, and
+    the terminal's other end (what it writes is read there; what is written there, it reads)."""
+    process_id, terminal = pty.fork()
+    if process_id == 0:  # the child: the command, on the terminal
+        os.execve(argv[0], argv, environment)
+    return process_id, terminal
+
+
 def run_on_terminal(argv: list[str], environment: dict[str, str]) -> tuple[list[str], int]:
     """The chunks the terminal received, in order, and the command's exit status."""
-    process_id, terminal = pty.fork()
-    if process_id == 0:  # the child: the command, its stdout the terminal
-        os.execve(argv[0], argv, environment)
+    process_id, terminal = started_on_terminal(argv, environment)
     chunks = []
     while True:
         try:
@@ -32,9 +39,7 @@ def converse_on_terminal(
     import select
     import time
 
-    process_id, terminal = pty.fork()
-    if process_id == 0:  # the child: the command, its stdin and stdout the terminal
-        os.execve(argv[0], argv, environment)
+    process_id, terminal = started_on_terminal(argv, environment)
     shown, to_type, deadline = "", [*lines, "\x04"], time.monotonic() + timeout
     while time.monotonic() < deadline:
         ready, _, _ = select.select([terminal], [], [], 1.0)
