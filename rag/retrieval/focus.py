@@ -135,15 +135,21 @@ def held_to_focus(
     Its question stays the follow-up itself, so the evidence is picked for what it asks now; a configured
     model may rewrite it (for retrieval and the picker), and the paper filter still holds it to the focus.
     """
-    focus = narrowed(question, focus)
     if not focus:
         return None
     if not refers_back(question):
         return Standalone(question)
-    focused = search(question, len(focus), Filters(papers=focus))
-    if not focused:
-        return None  # the papers in focus are no longer in the index
-    if asks_anew(question, focused, search(question, 3, Filters())):
+    found = search(question, 3, Filters())
+    # "the second one" is the second paper of the last answer; if what it asks is another's of those
+    # papers, the user counted otherwise: held to all of them.
+    for held in dict.fromkeys([narrowed(question, focus), focus]):
+        focused = search(question, len(held), Filters(papers=held))
+        if not focused:
+            return None  # the papers in focus are no longer in the index
+        if not asks_anew(question, focused, found):
+            focus = held
+            break
+    else:
         return Standalone(question)
     try:
         rewritten = rewriter().rewrite(question, pairs(turns))

@@ -7,7 +7,7 @@ import pytest
 
 from rag.core.errors import InputError
 from rag.core.types import Match, Source
-from rag.retrieval.focus import Turn, as_turns, asks_anew, narrowed, refers_back
+from rag.retrieval.focus import Turn, as_turns, asks_anew, held_to_focus, narrowed, refers_back
 
 
 def paper(paper_id: str, text: str) -> Source:
@@ -65,3 +65,23 @@ def test_the_history_may_be_turns_pairs_or_lists_and_anything_else_is_named():
     assert turns == [Turn("Q1", "A1 [1]."), Turn("Q2", "A2"), Turn("Q3", "A3", ("p",)), Turn("Q4", "A4", ("x", "y"))]
     with pytest.raises(InputError, match="turn 2 of the history is not a"):
         as_turns([("Q1", "A1"), "just text"])
+
+
+def test_the_second_one_is_held_to_all_papers_in_focus_when_what_it_asks_is_another_s_of_them():
+    molecules = paper("nextmol", "NExT-Mol predicts 3D conformers with a diffusion model.")
+    templates = paper("rxnflow", "RxnFlow assembles molecules from reaction templates.")
+    papers = {"nextmol": molecules, "rxnflow": templates}
+
+    def search(question, k, filters):
+        return [papers[pid] for pid in filters.papers] if filters.papers else [molecules, templates]
+
+    class NoModel:
+        def rewrite(self, question, history):
+            return None
+
+    turns = [Turn("Which papers generate molecules?", "NExT-Mol [1]. RxnFlow [2].", ("nextmol", "rxnflow"))]
+    second = held_to_focus("Which templates does the second one use?", turns, turns[0].papers, search, NoModel)
+    assert second is not None and second.focus == ("rxnflow",)
+    asked = "How does the second one predict conformers?"
+    counted_otherwise = held_to_focus(asked, turns, turns[0].papers, search, NoModel)
+    assert counted_otherwise is not None and counted_otherwise.focus == ("nextmol", "rxnflow")
