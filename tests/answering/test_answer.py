@@ -75,6 +75,14 @@ def test_a_follow_up_that_refers_back_is_answered_from_the_paper_the_last_answer
     assert "Hanabi benchmark" in answer.text and not answer.refused
 
 
+def test_a_short_earlier_answer_leaves_its_paper_in_focus_not_its_sentence_to_repeat(seeded):
+    # Issue 28: this was answered "RxnFlow uses 71 reaction templates [1]".
+    history = [("How many reaction templates does RxnFlow use?", "RxnFlow uses 71 reaction templates [1].")]
+    answer = seeded.answer("What does it outperform?", history=history)
+    assert answer.focus == [seed_id("RxnFlow")] and "outperforms existing reaction-based" in answer.text
+    assert "71 reaction templates" not in answer.text
+
+
 def test_the_readme_follow_up_states_the_benchmark_not_the_previous_answer_again(seeded):
     first = seeded.answer("Which agent plays Hanabi with unfamiliar partners?")
     follow = seeded.answer("What benchmark did they use?", history=[seeded.turn(first)])
