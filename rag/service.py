@@ -46,7 +46,7 @@ from rag.index.store import PaperIndex, open_client
 from rag.ingest.chunking import Chunker
 from rag.ingest.papers import load_papers
 from rag.ingest.pipeline import IngestReport, ingest_papers
-from rag.retrieval.focus import History, Turn, as_turns, held_to_focus, pairs
+from rag.retrieval.focus import History, Turn, as_turns, held_to_focus, pairs, refers_back
 from rag.retrieval.followup import Rewriter, Standalone, checked_standalone
 from rag.retrieval.search import Retriever
 from rag.retrieval.understand import Understood
@@ -409,15 +409,22 @@ class RagService:
         )
 
     def focus_of(self, history: History) -> tuple[str, ...]:
-        """The papers the conversation is about after its last turn: those its answer cited.
+        """The papers the conversation is about after its last turn: those its answer cited; when it cited
+        none (a refusal) and its question referred back, those of the turn before (up to 3 turns back).
 
         A turn may carry them; else they are the ones remembered for that answer's text (answered by this
         service), else recovered: the answer's [n] markers read against the sources the same question,
         with the (at most 4) turns before it, finds again (the same on the same index).
         """
         turns = as_turns(history)
-        if not turns:
-            return ()
+        for end in range(len(turns), max(len(turns) - 3, 0), -1):
+            papers = self._cited_in(turns[:end])
+            if papers or not refers_back(turns[end - 1].question):
+                return papers
+        return ()
+
+    def _cited_in(self, turns: list[Turn]) -> tuple[str, ...]:
+        """The papers the last of these turns cited (see `focus_of`)."""
         last = turns[-1]
         if last.papers:
             return last.papers

@@ -90,6 +90,15 @@ def test_the_readme_follow_up_states_the_benchmark_not_the_previous_answer_again
     assert "Hanabi benchmark" in follow.checks[0].text  # it leads with the new fact, not the last answer again
 
 
+def test_a_follow_up_the_paper_does_not_answer_is_refused_and_leaves_the_focus_where_it_was(seeded):
+    first = seeded.answer("Which agent plays Hanabi with unfamiliar partners?")
+    # The seed set's unanswerable question, as a follow-up: R3D2's abstract never gives GPU hours.
+    hours = seeded.answer("How many GPU hours did they need to train it?", history=[seeded.turn(first)])
+    assert hours.refused
+    after = seeded.answer("What benchmark did they use?", history=[seeded.turn(first), seeded.turn(hours)])
+    assert after.focus == first.cited[:1] and "Hanabi benchmark" in after.text
+
+
 def test_a_follow_up_with_a_topic_of_its_own_searches_anew(seeded):
     first = seeded.answer("Which agent plays Hanabi with unfamiliar partners?")
     first_turn = seeded.turn(first)
