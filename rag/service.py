@@ -46,7 +46,7 @@ from rag.index.store import PaperIndex, open_client
 from rag.ingest.chunking import Chunker
 from rag.ingest.papers import load_papers
 from rag.ingest.pipeline import IngestReport, ingest_papers
-from rag.retrieval.focus import History, Turn, as_turns, held_to_focus, pairs, refers_back
+from rag.retrieval.focus import FocusMemory, History, Turn, as_turns, held_to_focus, pairs
 from rag.retrieval.followup import Rewriter, Standalone, checked_standalone
 from rag.retrieval.search import Retriever
 from rag.retrieval.understand import Understood
@@ -75,9 +75,7 @@ class RagService:
         reopenable = client is None and self.config.vectorstore.mode == "persistent"
         self.access = IndexAccess(reopenable, lambda: self.index.revision(), self._reopen)
         self._has_papers = False  # seen a non-empty index (see ensure_index)
-        # The papers each recent answer cited, by its text: the focus a client that sends only text left.
-        self._cited: OrderedDict[str, tuple[str, ...]] = OrderedDict()
-        self._cited_lock = threading.Lock()
+        self.focus = FocusMemory(self._cited_again)  # which papers each conversation is about
         self._embeddings_given = embeddings is not None  # the caller's: they must suit the index's setup
         if embeddings is not None:
             self.embeddings = embeddings
@@ -330,7 +328,7 @@ class RagService:
         """
         for piece in self._stream_answer(question, history, k, filters, understand, dropped):
             if isinstance(piece, Answer):
-                self._remember(piece)
+                self.focus.remember(piece.text, piece.cited)
             yield piece
 
     def _stream_answer(
@@ -409,31 +407,15 @@ class RagService:
         )
 
     def focus_of(self, history: History) -> tuple[str, ...]:
-        """The papers the conversation is about after its last turn: those its answer cited; when it cited
-        none (a refusal) and its question referred back, those of the turn before (up to 3 turns back).
+        """The papers the conversation is about after its last turn (rag/retrieval/focus.py FocusMemory)."""
+        return self.focus.focus_of(as_turns(history))
 
-        A turn may carry them; else they are the ones remembered for that answer's text (answered by this
-        service), else recovered: the answer's [n] markers read against the sources the same question,
-        with the (at most 4) turns before it, finds again (the same on the same index).
-        """
-        turns = as_turns(history)
-        for end in range(len(turns), max(len(turns) - 3, 0), -1):
-            papers = self._cited_in(turns[:end])
-            if papers or not refers_back(turns[end - 1].question):
-                return papers
-        return ()
-
-    def _cited_in(self, turns: list[Turn]) -> tuple[str, ...]:
-        """The papers the last of these turns cited (see `focus_of`)."""
+    def _cited_again(self, turns: list[Turn]) -> tuple[str, ...]:
+        """What the last turn's answer cited, recovered: its [n] markers read against the sources its
+        question, with the (at most 4) turns before it, finds again (the same on the same index)."""
         last = turns[-1]
-        if last.papers:
-            return last.papers
-        with self._cited_lock:
-            remembered = self._cited.get(last.answer)
-        if remembered is not None:
-            return remembered
         if not cited_numbers(last.answer, 99):
-            return ()  # a refusal, or an answer citing nothing: no focus to recover
+            return ()  # a refusal, or an answer citing nothing
         earlier = self.standalone(self.clean_question(last.question), turns[-5:-1], rewrite=False)
         asked = earlier.question
         understood = self.understand(asked) if self.config.questions.understand else Understood(asked, asked)
@@ -447,22 +429,12 @@ class RagService:
         """An answer as a turn of the conversation's history, with the papers it leaves in focus."""
         return Turn(answer.question, answer.text, tuple(answer.cited))
 
-    def _remember(self, answer: Answer) -> None:
-        with self._cited_lock:
-            self._cited[answer.text] = tuple(answer.cited)
-            self._cited.move_to_end(answer.text)
-            while len(self._cited) > _CITED_KEPT:
-                self._cited.popitem(last=False)
-
 
 class _NoRewrite:
     """A rewriter that leaves every follow-up to the rule (no model is loaded or asked)."""
 
     def rewrite(self, question: str, history: list[tuple[str, str]]) -> str | None:
         return None
-
-
-_CITED_KEPT = 2048  # answers whose cited papers are remembered: a few hundred conversations' worth
 
 
 _SERVICES_KEPT = 4

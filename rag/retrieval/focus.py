@@ -11,6 +11,8 @@ follow-up that names something the papers in focus don't hold searches anew.
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -156,3 +158,46 @@ def held_to_focus(
     except ModelError as err:
         return Standalone(question, model_failure=str(err), focus=focus)
     return Standalone(rewritten or question, focus=focus)
+
+
+class FocusMemory:
+    """The papers each recent answer cited, by its text: the focus a client that sends only text left.
+
+    `cited_again(turns)` recovers what the last of the turns cited when its answer is not remembered
+    (given by another process, or long ago): the service reads the answer's [n] markers against the
+    sources its question finds again.
+    """
+
+    KEPT = 2048  # answers remembered: a few hundred conversations' worth
+
+    def __init__(self, cited_again: Callable[[list[Turn]], tuple[str, ...]]):
+        self.cited_again = cited_again
+        self.cited: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def remember(self, text: str, cited: Sequence[str]) -> None:
+        with self.lock:
+            self.cited[text] = tuple(cited)
+            self.cited.move_to_end(text)
+            while len(self.cited) > self.KEPT:
+                self.cited.popitem(last=False)
+
+    def focus_of(self, turns: list[Turn]) -> tuple[str, ...]:
+        """The papers the conversation is about after its last turn: those its answer cited; when it cited
+        none (a refusal) and its question referred back, those of the turn before (up to 3 turns back)."""
+        for end in range(len(turns), max(len(turns) - 3, 0), -1):
+            papers = self.cited_in(turns[:end])
+            if papers or not refers_back(turns[end - 1].question):
+                return papers
+        return ()
+
+    def cited_in(self, turns: list[Turn]) -> tuple[str, ...]:
+        """The papers the last of the turns cited: carried by the turn, remembered, or recovered."""
+        last = turns[-1]
+        if last.papers:
+            return last.papers
+        with self.lock:
+            remembered = self.cited.get(last.answer)
+        if remembered is not None:
+            return remembered
+        return self.cited_again(turns)

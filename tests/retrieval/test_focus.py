@@ -7,7 +7,7 @@ import pytest
 
 from rag.core.errors import InputError
 from rag.core.types import Match, Source
-from rag.retrieval.focus import Turn, as_turns, asks_anew, held_to_focus, narrowed, refers_back
+from rag.retrieval.focus import FocusMemory, Turn, as_turns, asks_anew, held_to_focus, narrowed, refers_back
 
 
 def paper(paper_id: str, text: str) -> Source:
@@ -85,3 +85,23 @@ def test_the_second_one_is_held_to_all_papers_in_focus_when_what_it_asks_is_anot
     asked = "How does the second one predict conformers?"
     counted_otherwise = held_to_focus(asked, turns, turns[0].papers, search, NoModel)
     assert counted_otherwise is not None and counted_otherwise.focus == ("nextmol", "rxnflow")
+
+
+def test_the_focus_is_what_the_last_answer_cited_carried_remembered_or_recovered():
+    recovered: list[str] = []
+
+    def cited_again(turns):
+        recovered.append(turns[-1].answer)
+        return ("again",)
+
+    memory = FocusMemory(cited_again)
+    memory.remember("R3D2 plays Hanabi [1].", ["r3d2"])
+    assert memory.focus_of([Turn("Q", "A [1].", ("carried",))]) == ("carried",)
+    assert memory.focus_of([Turn("Which agent plays Hanabi?", "R3D2 plays Hanabi [1].")]) == ("r3d2",)
+    assert memory.focus_of([Turn("Q", "Given elsewhere [1].")]) == ("again",) and recovered == ["Given elsewhere [1]."]
+    memory.remember("Not answered.", [])
+    hanabi = Turn("Which agent plays Hanabi?", "R3D2 plays Hanabi [1].")
+    # a refused follow-up that referred back leaves the focus before it; a refused new topic leaves none
+    assert memory.focus_of([hanabi, Turn("How many GPU hours did they need?", "Not answered.")]) == ("r3d2",)
+    assert memory.focus_of([hanabi, Turn("Which paper folds proteins?", "Not answered.")]) == ()
+    assert memory.focus_of([]) == ()
