@@ -1,7 +1,7 @@
 """A conversation's focus: the papers being discussed, and whether a follow-up asks about them.
 
 The focus after a turn is the papers its answer cited (a `Turn` may carry them; a client that sends
-only text gets them recovered, see `RagService.focus_of`). A follow-up that refers back to them (a
+only text gets them remembered or recovered, see `FocusMemory`). A follow-up that refers back to them (a
 pronoun, "the paper", "that method", "the first one", or a question with no topic of its own, like
 "What benchmark?") is answered from them alone: retrieved with a paper filter, its evidence picked for
 the follow-up itself, not for "last question + this one", which only found the last answer again. A
@@ -60,7 +60,7 @@ class Turn:
     papers: tuple[str, ...] = ()
 
 
-History = Sequence["Turn | tuple[str, str] | Sequence[str]"]
+History = Sequence[Turn | tuple[str, str] | Sequence[str]]
 
 
 def as_turns(history: History | None) -> list[Turn]:
