@@ -309,7 +309,8 @@ def print_answer(final, service) -> None:
 def run_chat(args: argparse.Namespace) -> int:
     """A conversation: questions read line by line after a "> " prompt, each answered as `rag ask` answers
     it, with the conversation so far (and the papers its last answer cited) as its history. Ctrl-D (end of
-    input) ends it. Plain text only, no cursor movement: a screen reader reads it line by line."""
+    input) ends it; Ctrl-C drops the line being typed, or stops the answer being made, and asks again.
+    Plain text only, no cursor movement: a screen reader reads it line by line."""
     from rag.core.errors import InputError
     from rag.retrieval.focus import Turn
 
@@ -326,6 +327,9 @@ def run_chat(args: argparse.Namespace) -> int:
         except InputError as err:  # one unusable question is named; the conversation goes on
             print(f"error: {err}", flush=True)
             continue
+        except KeyboardInterrupt:
+            print("(stopped; not part of the conversation)", flush=True)
+            continue
         print_answer(final, service)
         print(flush=True)
         history.append(service.turn(final))
@@ -341,6 +345,8 @@ def typed_questions() -> Iterator[str]:
         except EOFError:
             print()
             return
+        except KeyboardInterrupt:  # the line typed so far is dropped, as at a shell's prompt
+            print()
 
 
 def filed_questions(path: str) -> Iterator[str]:

@@ -53,7 +53,7 @@ def converse_on_terminal(
             shown += chunk.decode(errors="replace").replace("\r\n", "\n")
         if to_type and shown.endswith(prompt):
             typed = to_type.pop(0)
-            os.write(terminal, (typed if typed == "\x04" else typed + "\n").encode())
+            os.write(terminal, (typed if typed in ("\x03", "\x04") else typed + "\n").encode())  # Ctrl-C, Ctrl-D
     else:
         os.kill(process_id, 9)
     _, status = os.waitpid(process_id, 0)

@@ -115,7 +115,7 @@ def test_on_a_terminal_the_draft_is_erased_before_the_checked_answer(seeded_inde
 def test_chat_holds_a_conversation_typed_at_a_terminal_and_ends_at_ctrl_d(seeded_index):
     """`rag chat` as a person uses it: a question, a follow-up that says "they", a bad line, Ctrl-D."""
     environment = {**os.environ, "RAG_CONFIG": "extractive", "RAG_VECTORSTORE__PATH": str(seeded_index)}
-    typed = ["Which agent plays Hanabi with unfamiliar partners?", "What benchmark did they use?", "x" * 3000]
+    typed = ["Which agent plays Hanabi with unfamiliar partners?", "What benchmark did they use?", "x" * 3000, "\x03"]
     shown, status = converse_on_terminal([sys.executable, "-m", "rag.cli", "chat"], environment, typed)
     assert status == 0, shown
     assert "\x1b" not in shown  # no colours or cursor movement: plain lines a screen reader reads in order
@@ -125,7 +125,7 @@ def test_chat_holds_a_conversation_typed_at_a_terminal_and_ends_at_ctrl_d(seeded
     assert "(a follow-up on [1] “We introduce Recurrent Replay" in follow_up
     assert "asked as: What benchmark did they use?" in follow_up and "seed-cd32a690acef01bf" in follow_up
     assert "error: the question is 3,000 characters long" in bad  # named, and the conversation goes on
-    assert shown.endswith("> \n")  # Ctrl-D: a last newline, then the shell's prompt
+    assert shown.endswith("> ^C\n> \n")  # Ctrl-C: the line dropped, asked again; Ctrl-D: a newline, then the shell's
 
 
 @pytest.mark.parametrize(
