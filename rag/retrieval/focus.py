@@ -46,6 +46,8 @@ ASKING_WORDS = frozenset(
     "kinds type types number many much tell know explain details detail run ran runs conduct conducted "
     "apply applied work works".split()
 )
+# A question looking for papers ("Which paper shows that ...", "any other work on ...") asks anew.
+SEEKS_PAPERS = re.compile(r"\b(which|what|any|other|another)\s+(papers?|works?|studies|study)\b", re.IGNORECASE)
 # A name the question gives: a word with a capital or digit after its first letter (RxnFlow, GPT-4o, R3D2).
 NAME = re.compile(r"\b[A-Za-z][A-Za-z0-9]*[A-Z0-9][\w-]*")
 
@@ -107,8 +109,8 @@ def asks_anew(question: str, focused: list[Source], found: list[Source]) -> bool
     it), given what an unrestricted search of it finds (`found`, best first)."""
     if not own_words(question):
         return False  # "What benchmark did they use?": about the papers in focus
-    if not REFERS_BACK.search(question):
-        return True  # its own topic, and no word pointing back
+    if not REFERS_BACK.search(question) or SEEKS_PAPERS.search(question):
+        return True  # its own topic, and no word pointing back (a "that" of "which paper shows that" is none)
     top = found[0] if found else None
     ids = {source.paper_id for source in focused}
     if top is None or top.paper_id in ids:

@@ -52,6 +52,8 @@ def test_a_follow_up_naming_another_paper_or_without_pointing_back_searches_anew
     assert not asks_anew("What benchmark did they use?", [HANABI], found_other)
     assert not asks_anew("Is it evaluated on the Hanabi benchmark?", [HANABI], found_other)
     assert not asks_anew("Does it detect image forgery too?", [HANABI], [HANABI])  # the search finds it too
+    assert asks_anew("Which paper shows that agents play Hanabi?", [HANABI], [HANABI])  # looking for papers
+    assert not asks_anew("Which paper was that?", [HANABI], found_other)  # no topic of its own
 
 
 def test_a_follow_up_whose_words_the_papers_in_focus_lack_and_another_holds_searches_anew():
