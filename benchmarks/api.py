@@ -19,8 +19,6 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# Helpers shared with the tests live in tests/ as plain modules, not in the installed package.
-sys.path.insert(0, str(ROOT / "tests"))
 
 
 def main() -> int:
@@ -32,7 +30,7 @@ def main() -> int:
     args = parser.parse_args()
 
     import openai
-    from servers import free_port
+    from harness.servers import free_port  # benchmarks/harness/, beside this script
 
     from rag.service import RagService
 

@@ -1,6 +1,6 @@
 """A lab's deployment on loopback, measured: `chroma run`, `rag --config CONFIG serve` replicas on it
 (each with its own BM25 cache folder), Debian's nginx in front, the bundled seeds in the index.
-The same code as tests/test_deploy.py (tests/deployment.py), with more users and the real list.
+The same code as tests/test_deploy.py (benchmarks/harness/deployment.py), with more users and the real list.
 
     python benchmarks/deploy.py                          # 3 replicas of the server config (bundled SmolLM2)
     python benchmarks/deploy.py --config extractive      # the server setup without a language model
@@ -25,11 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-# Helpers shared with the tests live in tests/ as plain modules, not in the installed package.
-sys.path.insert(0, str(ROOT / "tests"))
-
-from deployment import (  # noqa: E402
+from harness.deployment import (  # benchmarks/harness/, beside this script: shared with the tests
     access,
     chroma_restart,
     deployment,
@@ -38,12 +34,14 @@ from deployment import (  # noqa: E402
     many_users,
     replica_memory,
 )
-from loadgen import expectations, seed_questions, summary  # noqa: E402
+from harness.loadgen import expectations, seed_questions, summary
 
-from rag.core.config import BUNDLED_SEEDS, with_overrides  # noqa: E402
-from rag.core.papers import content_hash  # noqa: E402
-from rag.ingest.papers import load_papers  # noqa: E402
-from rag.service import RagService  # noqa: E402
+from rag.core.config import BUNDLED_SEEDS, with_overrides
+from rag.core.papers import content_hash
+from rag.ingest.papers import load_papers
+from rag.service import RagService
+
+ROOT = Path(__file__).resolve().parent.parent
 
 FULL_LIST = ROOT.parent / "shared" / "corpus" / "iclr2025.jsonl.gz"
 

@@ -23,10 +23,10 @@ import json
 from pathlib import Path
 
 from rag.answering.evidence import EvidencePicker, extractive_answer, ranked
-from rag.answering.pipeline import refusal
 from rag.core.config import with_overrides
 from rag.core.types import Answer
 from rag.facts import contains_fact, missing_facts
+from rag.retrieval.refusal import refusal
 from rag.service import RagService
 
 GRID = {  # around the weights before and after docs/answers.md's fourth round; the defaults are scored apart

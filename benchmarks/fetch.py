@@ -15,20 +15,17 @@ import gzip
 import json
 import os
 import resource
-import sys
 import tempfile
 import time
 from itertools import islice
 from pathlib import Path
 
+from harness.openreview_server import FixtureServer, OpenReviewFixture  # benchmarks/harness/, beside this script
+
 from rag.core.config import FetchConfig
 from rag.ingest.fetch import fetch_venue
 
 ROOT = Path(__file__).resolve().parent.parent
-# Helpers shared with the tests live in tests/ as plain modules, not in the installed package.
-sys.path.insert(0, str(ROOT / "tests"))
-
-from openreview_server import FixtureServer, OpenReviewFixture  # noqa: E402
 
 VENUE = "ICLR.cc/2025/Conference"
 VENUEID = {

@@ -1,6 +1,6 @@
 """Many users at once against the chat app, served as `python -m ui` in its own process on loopback.
 
-Each simulated user is its own `gradio_client.Client` with its own conversation (tests/loadgen.py);
+Each simulated user is its own `gradio_client.Client` with its own conversation (benchmarks/harness/loadgen.py);
 all start together and ask their questions one after another through the app's `/ask` endpoint.
 Every answer is checked: its sources must be exactly those its question retrieves when asked alone
 (measured first with the extractive config, retrieval only), its top source the question's gold paper
@@ -28,17 +28,15 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from machine import load_average  # benchmarks/machine.py, beside this script
+# benchmarks/harness/ and benchmarks/machine.py, beside this script
+from harness.loadgen import RssSampler, expectations, plan, rss_mib, run_users, seed_questions, summary
+from harness.servers import AppProcess
+from machine import load_average
 
 from rag.core.config import BUNDLED_SEEDS, with_overrides
 from rag.service import RagService
 
 ROOT = Path(__file__).resolve().parent.parent
-# Helpers shared with the tests live in tests/ as plain modules, not in the installed package.
-sys.path.insert(0, str(ROOT / "tests"))
-
-from loadgen import RssSampler, expectations, plan, rss_mib, run_users, seed_questions, summary  # noqa: E402
-from servers import AppProcess  # noqa: E402
 
 
 def main() -> int:

@@ -1,4 +1,5 @@
-"""The `rag` command: ingest, ask, chat, stats, eval, ui, serve, mcp, fetch.
+"""The `rag` command: ingest, ask, chat, stats, eval, ui, serve, mcp, fetch; its options (what each command
+does is in rag/commands.py).
 
 Only argparse is imported up front, so `rag --help` is instant. Errors meant for the user
 (`RagError`) print as one line on stderr and exit 1; no traceback reaches the terminal.
@@ -7,9 +8,10 @@ Only argparse is imported up front, so `rag --help` is instant. Errors meant for
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+
+from rag.commands import run_ask, run_chat, run_eval, run_fetch, run_ingest, run_mcp, run_serve, run_stats, run_ui
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -65,6 +67,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_common_options(ingest)
     ingest.set_defaults(run=run_ingest)
 
+    add_ask_parser(commands)
+    add_chat_parser(commands)
+
+    stats = commands.add_parser("stats", help="what the index holds")
+    add_common_options(stats)
+    stats.set_defaults(run=run_stats)
+
+    add_eval_parser(commands)
+    add_serving_parsers(commands)
+    add_fetch_parser(commands)
+    return parser
+
+
+def add_ask_parser(commands) -> None:
     ask = commands.add_parser("ask", help="answer a question with cited sources")
     ask.add_argument("question")
     add_asking_options(ask)
@@ -77,15 +93,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ask.set_defaults(run=run_ask)
 
+
+def add_chat_parser(commands) -> None:
     chat = commands.add_parser("chat", help="a conversation in the terminal: follow-ups see the answers before them")
     chat.add_argument("questions", nargs="?", help="a file of questions, one a line, asked in turn (default: typed)")
     add_asking_options(chat)
     chat.set_defaults(run=run_chat)
 
-    stats = commands.add_parser("stats", help="what the index holds")
-    add_common_options(stats)
-    stats.set_defaults(run=run_stats)
 
+def add_asking_options(parser: argparse.ArgumentParser) -> None:
+    """What `rag ask` and `rag chat` take: -k, --no-understand, the filters, --config and --index."""
+    parser.add_argument("-k", type=papers_k, default=None, help="papers to retrieve (default and bounds: retrieval.k)")
+    parser.add_argument(
+        "--no-understand",
+        dest="understand",
+        action="store_false",
+        default=None,
+        help="take the question literally: no filters or list/count/compare read from its words",
+    )
+    add_filter_options(parser)
+    add_common_options(parser)
+
+
+def add_eval_parser(commands) -> None:
     evaluate = commands.add_parser("eval", help="measure retrieval (and answers) on a question set with gold papers")
     evaluate.add_argument("questions", help="JSON Lines: {question, gold: [paper_id, ...], split, kind}")
     add_common_options(evaluate)
@@ -99,6 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--misses", action="store_true", help="list the questions answered wrongly")
     evaluate.set_defaults(run=run_eval)
 
+
+def add_serving_parsers(commands) -> None:
+    """`rag ui`, `rag serve` and `rag mcp`: the commands that serve the index to others."""
     ui = commands.add_parser("ui", help="start the chat app in the browser (Gradio)")
     add_common_options(ui)
     ui.add_argument("--host", help="address to bind (default: ui.host, 127.0.0.1: this machine only)")
@@ -118,9 +151,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_common_options(mcp)
     mcp.set_defaults(run=run_mcp)
 
-    add_fetch_parser(commands)
-    return parser
-
 
 def add_fetch_parser(commands) -> None:
     from rag.ingest.fetch import SHORTCUTS
@@ -138,20 +168,6 @@ def add_fetch_parser(commands) -> None:
     for name, venue in SHORTCUTS.items():
         shortcut = sources.add_parser(name, parents=[options], help=f"short for: openreview {venue}")
         shortcut.set_defaults(run=run_fetch, venue=venue)
-
-
-def add_asking_options(parser: argparse.ArgumentParser) -> None:
-    """What `rag ask` and `rag chat` take: -k, --no-understand, the filters, --config and --index."""
-    parser.add_argument("-k", type=papers_k, default=None, help="papers to retrieve (default and bounds: retrieval.k)")
-    parser.add_argument(
-        "--no-understand",
-        dest="understand",
-        action="store_false",
-        default=None,
-        help="take the question literally: no filters or list/count/compare read from its words",
-    )
-    add_filter_options(parser)
-    add_common_options(parser)
 
 
 def papers_k(text: str) -> int:
@@ -179,371 +195,6 @@ def add_filter_options(parser: argparse.ArgumentParser) -> None:
         else:
             parser.add_argument(spec.option, dest=spec.name, default="", help=spec.help)
 
-
-def filters_from(args: argparse.Namespace):
-    from rag.core.filters import FIELDS, Filters
-
-    return Filters.of(**{spec.name: getattr(args, spec.name) for spec in FIELDS})
-
-
-def service_from(args: argparse.Namespace, **overrides: dict):
-    """The service for --config (else $RAG_CONFIG, else default) and --index, some sections' keys overridden."""
-    from rag.core.config import with_overrides
-    from rag.service import RagService
-
-    if args.index is not None:
-        if not args.index.strip():
-            from rag.core.errors import InputError
-
-            raise InputError("--index: empty; give the index folder's path")
-        overrides["vectorstore"] = {"mode": "persistent", "path": args.index}
-    return RagService(with_overrides(args.config, **overrides))
-
-
-def run_ingest(args: argparse.Namespace) -> int:
-    report = service_from(args).ingest(args.paths, prune=args.prune, strict=args.strict, progress=not args.quiet)
-    for problem in report.problems:
-        print(f"warning: {problem}", file=sys.stderr)
-    print(report.summary())
-    if report.problems:
-        print(f"error: skipped {len(report.problems)} bad lines or files (warnings above)", file=sys.stderr)
-        return 1
-    return 0
-
-
-def run_fetch(args: argparse.Namespace) -> int:
-    from rag.core.config import load_config
-    from rag.ingest.fetch import fetch_venue, output_file, resolve_venue
-
-    config = load_config(args.config).fetch
-    venue = resolve_venue(args.venue)
-    out = output_file(args.out, venue, config)
-    bars = []  # made at the first page, so a venue that fails at once prints only its error
-
-    def progress(done: int, total: int) -> None:
-        if not bars:
-            from tqdm import tqdm
-
-            bars.append(tqdm(total=total, unit="paper", desc="fetch", file=sys.stderr, dynamic_ncols=True))
-        bars[0].update(done - bars[0].n)
-
-    try:
-        report = fetch_venue(
-            venue, out, config, on_progress=None if args.quiet or not sys.stderr.isatty() else progress
-        )
-    finally:
-        for bar in bars:
-            bar.close()
-    for problem in report.problems:
-        print(f"warning: {problem}", file=sys.stderr)
-    print(report.summary())
-    if args.ingest:
-        args.paths, args.prune, args.strict = [out], False, False
-        return run_ingest(args)
-    return 0
-
-
-def run_ask(args: argparse.Namespace) -> int:
-    """The checked answer, once, with who wrote it and its sources best first.
-
-    On a terminal the model's words show (dimmed) while it writes, and are erased when the checked
-    answer is ready; piped or with --json, only the final answer is printed. With --export, stdout
-    holds the export alone (so `> refs.bib` is a clean file) and one line on stderr says what it holds.
-    """
-    from rag.core.types import Answer
-
-    service = service_from(args)
-    draft = TerminalDraft(sys.stdout) if sys.stdout.isatty() and not (args.json or args.export) else None
-    final = None
-    try:
-        asked = service.stream_answer(args.question, k=args.k, filters=filters_from(args), understand=args.understand)
-        for piece in asked:
-            if isinstance(piece, Answer):
-                final = piece
-            elif draft:
-                draft.write(piece)
-    finally:
-        if draft:
-            draft.erase()
-    if args.json:
-        print(json.dumps(final.to_dict(), indent=2, ensure_ascii=False))
-        return 0
-    if args.export:
-        return print_export(final, args.export)
-    print_answer(final, service)
-    return 0
-
-
-def print_answer(final, service) -> None:
-    """The checked answer as `rag ask` and `rag chat` print it: its text, what it was asked as and the papers
-    a follow-up was held to, who wrote it, and the sources best first. Plain lines, for any screen reader."""
-    from rag.core.markup import plain_text
-    from rag.core.types import by_relevance
-
-    print(plain_text(final.text))
-    if final.focus:
-        papers = [
-            f"[{number}] “{plain_text(source.title)}”"
-            for number, source in enumerate(final.sources, start=1)
-            if source.paper_id in final.focus
-        ]
-        print(f"(a follow-up on {', '.join(papers)}, asked as: {final.standalone_question})")
-    elif final.standalone_question and final.standalone_question != final.question:
-        print(f"(asked as: {final.standalone_question})")
-    if final.line and not final.refused:
-        print(f"({final.line})")
-    if final.understood:
-        print(f"(filters understood from the question: {'; '.join(final.understood)}; --no-understand to drop them)")
-    if final.refused:
-        if final.refusal_reason:
-            print(f"(not answered: {final.refusal_reason})")
-        return  # the text names the closest papers
-    if note := final.provenance(service.model_label() if final.answered_by == "model" else ""):
-        print(f"({note})")
-    print("\nSources, best match first (* cited):")
-    for number, source in by_relevance(final.sources):
-        mark = "*" if source.paper_id in final.cited else " "
-        print(f"{mark}[{number}] {plain_text(source.title)} ({source.paper_id}), relevance {source.relevance:.0%}")
-
-
-def run_chat(args: argparse.Namespace) -> int:
-    """A conversation: questions read line by line after a "> " prompt, each answered as `rag ask` answers
-    it, with the conversation so far (and the papers its last answer cited) as its history. Ctrl-D (end of
-    input) ends it; Ctrl-C drops the line being typed, or stops the answer being made, and asks again.
-    Plain text only, no cursor movement: a screen reader reads it line by line."""
-    from rag.core.errors import InputError
-    from rag.retrieval.focus import Turn
-
-    service = service_from(args)
-    filters = filters_from(args)
-    if not args.questions:
-        print("Ask about the indexed abstracts; a follow-up may say \"it\" or \"they\". Ctrl-D ends.", flush=True)
-    history: list[Turn] = []
-    for line in typed_questions() if not args.questions else filed_questions(args.questions):
-        if not line.strip():
-            continue
-        try:
-            final = service.answer(line, history=history, k=args.k, filters=filters, understand=args.understand)
-        except InputError as err:  # one unusable question is named; the conversation goes on
-            print(f"error: {err}", flush=True)
-            continue
-        except KeyboardInterrupt:
-            print("(stopped; not part of the conversation)", flush=True)
-            continue
-        print_answer(final, service)
-        print(flush=True)
-        history.append(service.turn(final))
-    return 0
-
-
-def typed_questions() -> Iterator[str]:
-    """Lines typed after a "> " prompt, until Ctrl-D (end of input), which ends with a newline so the
-    shell's prompt starts on a line of its own. No readline: nothing but plain text reaches the terminal."""
-    while True:
-        try:
-            yield input("> ")
-        except EOFError:
-            print()
-            return
-        except KeyboardInterrupt:  # the line typed so far is dropped, as at a shell's prompt
-            print()
-
-
-def filed_questions(path: str) -> Iterator[str]:
-    """The lines of a questions file, each shown after the prompt as if typed, so the output reads as a
-    conversation."""
-    from pathlib import Path
-
-    from rag.core.errors import InputError
-
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read questions from {path}: {err}") from None
-    for line in lines:
-        if line.strip():
-            print(f"> {line}", flush=True)
-            yield line
-
-
-def print_export(answer, fmt: str) -> int:
-    """The answer's papers in `fmt` on stdout, exactly; what they are (or why there are none) on stderr."""
-    from rag.core.export import answer_papers
-
-    papers = answer_papers(answer)
-    sys.stdout.write(answer.export(fmt))
-    if answer.refused:
-        why = answer.refusal_reason or "no abstract answers it"
-        print(f"not answered ({why}): no papers to export", file=sys.stderr)
-    else:
-        print(f"exported {len(papers)} paper{'' if len(papers) == 1 else 's'} as {fmt}", file=sys.stderr)
-    return 0
-
-
-class TerminalDraft:
-    """The model's words, dimmed, as it writes them; erased to make room for the checked answer."""
-
-    def __init__(self, out):
-        self.out = out
-        self.text = ""
-
-    def write(self, piece: str) -> None:
-        self.out.write(("" if self.text else "\x1b[2m") + piece)
-        self.out.flush()
-        self.text += piece
-
-    def erase(self) -> None:
-        """Back to where the draft began, clearing everything below (ANSI: cursor up, erase down)."""
-        if not self.text:
-            return
-        import shutil
-
-        width = shutil.get_terminal_size().columns
-        rows = sum(max(1, -(-len(line) // width)) for line in self.text.split("\n"))
-        self.out.write("\x1b[0m\r" + (f"\x1b[{rows - 1}A" if rows > 1 else "") + "\x1b[J")
-        self.out.flush()
-
-
-def run_stats(args: argparse.Namespace) -> int:
-    for key, value in service_from(args).stats().items():
-        print(f"{key}: {value}")
-    return 0
-
-
-def run_eval(args: argparse.Namespace) -> int:
-    from rag.evaluate import ServiceSystem, evaluate, load_questions, metrics_table
-
-    questions = load_questions(args.questions, args.split)
-    service = service_from(args, retrieval={"mode": args.mode} if args.mode else {})
-    system = ServiceSystem(service, answers=args.answers)
-    missing = system.missing(questions)
-    if missing and len(missing) == len({pid for q in questions for pid in q.gold}):
-        from rag.core.errors import InputError
-
-        raise InputError(f"none of the gold papers of {args.questions} is in the index; ingest their list first")
-    k = args.k or service.config.retrieval.k
-    report = evaluate(system, questions, k, label=args.questions, split=args.split)
-    report.missing_gold = missing
-    if args.json:
-        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
-        return 0
-    print(metrics_table([report]))
-    if missing:
-        print(f"warning: {len(missing)} gold papers are not in the index: {', '.join(missing[:10])}", file=sys.stderr)
-    if args.misses:
-        for row in report.misses():
-            what = "refused" if row.refused else f"rank {row.rank() or '>' + str(k)}"
-            print(f"  {row.split:4} {row.kind:12} {what:9} {row.question[:100]}")
-        for row in report.fact_misses():
-            what = "refused" if row.refused else f"lacks {', '.join(row.missing_facts)}"
-            print(f"  {row.split:4} {row.kind:12} {what} | {row.question[:80]}\n       answer: {row.text[:300]}")
-    return 0
-
-
-def run_ui(args: argparse.Namespace) -> int:
-    service = service_from(args)
-    settings = service.config.ui
-    host, port = args.host or settings.host, args.port or settings.port
-    share = settings.share if args.share is None else args.share
-    auth = read_auth(args.auth_env or settings.auth_env)
-    if warning := exposure_warning(host, share, auth is not None):
-        print(warning, file=sys.stderr)
-    service.ensure_index()
-    from ui.app import build_app, launch
-
-    launch(build_app(service), host, port, share=share, auth=auth)
-    return 0
-
-
-def run_serve(args: argparse.Namespace) -> int:
-    service = service_from(args)
-    settings = service.config.ui
-    host, port = args.host or settings.host, args.port or settings.port
-    # A key that is set is always required: behind a balancer on this machine every request is from loopback.
-    api_key = read_api_key(settings.api_key_env, host, required=not is_loopback(host))
-    auth = read_auth(args.auth_env or settings.auth_env)
-    if warning := exposure_warning(host, False, auth is not None) or open_page_warning(api_key, auth):
-        print(warning, file=sys.stderr)
-    if auth and not api_key:
-        closed = f"note: the API at /v1 is closed (a login guards the page); set {settings.api_key_env} to open it"
-        print(closed, file=sys.stderr)
-    service.ensure_index()
-    from ui.serve import build_server, serve
-
-    serve(build_server(service, api_key=api_key, auth=auth), host, port)
-    return 0
-
-
-def read_api_key(variable: str, host: str, required: bool) -> str | None:
-    """The bearer key the API requires, if set; refusing to start without one where it is `required`."""
-    import os
-
-    from rag.core.errors import ConfigError
-
-    key = os.environ.get(variable, "").strip()
-    if not key and required:
-        raise ConfigError(
-            f"serving on {host}, beyond this machine, needs an API key: set the environment variable {variable} "
-            "(ui.api_key_env names it); clients send it as 'Authorization: Bearer KEY'"
-        )
-    return key or None
-
-
-def open_page_warning(api_key: str | None, auth: tuple[str, str] | None) -> str | None:
-    """A warning when the API needs a key but the page, which answers questions too, has no login."""
-    if not api_key or auth:
-        return None
-    return (
-        "WARNING: the API needs a key, but the chat page and its /ask endpoint have NO login: whoever reaches "
-        "this server (through a balancer too) can ask there. Set ui.auth_env (or --auth-env) to require one."
-    )
-
-
-def run_mcp(args: argparse.Namespace) -> int:
-    from rag.mcp_server import build_mcp_server
-
-    service = service_from(args)
-    service.choice  # noqa: B018 - an unusable index stops the server here, in one line, not at every tool call
-    build_mcp_server(service).run("stdio")
-    return 0
-
-
-def exposure_warning(host: str, share: bool, has_auth: bool) -> str | None:
-    """A loud warning when the app is reachable beyond this machine without a login."""
-    if has_auth or (not share and is_loopback(host)):
-        return None
-    reach = "through a public share link" if share else f"on {host}, beyond this machine,"
-    return (
-        f"WARNING: the chat app is reachable {reach} with NO login: anyone who can reach it can use it.\n"
-        "WARNING: set ui.auth_env (or --auth-env) to an environment variable holding 'user:password'."
-    )
-
-
-def read_auth(variable: str | None) -> tuple[str, str] | None:
-    """('user', 'password') from the named environment variable; None when no variable is named."""
-    import os
-
-    from rag.core.errors import ConfigError
-
-    if not variable:
-        return None
-    value = os.environ.get(variable, "")
-    user, _, password = value.partition(":")
-    if not user or not password:
-        state = "is not set" if not value else "is not of the form user:password"
-        raise ConfigError(f"ui.auth_env: the environment variable {variable} {state}")
-    return user, password
-
-
-def is_loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 if __name__ == "__main__":

@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from rag.core.errors import InputError
+from rag.core.filters import Filters
 from rag.facts import missing_facts
+from rag.retrieval.refusal import refusal
 
 if TYPE_CHECKING:
     from rag.service import RagService
@@ -256,9 +258,6 @@ class ServiceSystem:
     """Our retrieval as configured; with `answers`, each question is also answered and citations kept."""
 
     def __init__(self, service: RagService, answers: bool = False, name: str | None = None):
-        from rag.answering.pipeline import refusal
-        from rag.core.filters import Filters
-
         self.service = service
         self.answers = answers
         self.name = name or f"ours ({service.config.retrieval.mode})"

@@ -68,12 +68,17 @@ def reread(item: Any) -> Any:
 def build_mcp_server(service: RagService):
     """The MCP server over `service`; `.run("stdio")` serves it."""
     try:
-        from mcp.server.mcpserver import MCPServer
-        from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-        from mcp.shared.uri_template import UriTemplate
-        from mcp.types import ToolAnnotations
+        server = papers_server()
     except ImportError:
         raise ConfigError('rag mcp needs the MCP SDK: pip install -e ".[mcp]" (or pip install mcp)') from None
+    add_tools(server, service)
+    return server
+
+
+def papers_server():
+    """The SDK's server, with errors in one sentence and each line read as `RereadLines` reads it."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
 
     class PapersServer(MCPServer):
         async def call_tool(self, name, arguments, context=None):
@@ -96,7 +101,15 @@ def build_mcp_server(service: RagService):
                 options = lowlevel.create_initialization_options()
                 await lowlevel.run(RereadLines(read_stream), write_stream, options)
 
-    server = PapersServer("abstract-rag", instructions=INSTRUCTIONS, log_level="WARNING")
+    return PapersServer("abstract-rag", instructions=INSTRUCTIONS, log_level="WARNING")
+
+
+def add_tools(server, service: RagService) -> None:
+    """The tools `search_papers` and `ask` and the `paper://` resource, each delegating to `service`."""
+    from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+    from mcp.shared.uri_template import UriTemplate
+    from mcp.types import ToolAnnotations
+
     read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
     # Ids are percent-encoded in a URI (`{`, `/`, spaces), and decoded again when one is read.
     paper_uri = UriTemplate.parse(PAPER_URI)
@@ -137,5 +150,3 @@ def build_mcp_server(service: RagService):
         if found is None:
             raise ResourceNotFoundError(f"no paper with id {paper_id!r} in the index")
         return json.dumps(found, ensure_ascii=False)
-
-    return server

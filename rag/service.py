@@ -12,7 +12,7 @@ import logging
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import cached_property
@@ -27,7 +27,6 @@ from rag.answering.providers import Provider, make_provider
 from rag.core.config import BUNDLED_SEEDS, Settings, checked_k, load_config
 from rag.core.errors import RagError
 from rag.core.filters import PICKERS, Filters
-from rag.core.markers import cited_numbers
 from rag.core.text import clean_question
 from rag.core.types import Answer, Source
 from rag.index.access import IndexAccess
@@ -46,8 +45,8 @@ from rag.index.store import PaperIndex, open_client
 from rag.ingest.chunking import Chunker
 from rag.ingest.papers import load_papers
 from rag.ingest.pipeline import IngestReport, ingest_papers
-from rag.retrieval.focus import FocusMemory, History, Turn, as_turns, held_to_focus, pairs
-from rag.retrieval.followup import Rewriter, Standalone, checked_standalone
+from rag.retrieval.conversation import Conversation
+from rag.retrieval.focus import History
 from rag.retrieval.search import Retriever
 from rag.retrieval.understand import Understood
 from rag.retrieval.understand import understand as understand_question
@@ -75,7 +74,6 @@ class RagService:
         reopenable = client is None and self.config.vectorstore.mode == "persistent"
         self.access = IndexAccess(reopenable, lambda: self.index.revision(), self._reopen)
         self._has_papers = False  # seen a non-empty index (see ensure_index)
-        self.focus = FocusMemory(self._cited_again)  # which papers each conversation is about
         self._embeddings_given = embeddings is not None  # the caller's: they must suit the index's setup
         if embeddings is not None:
             self.embeddings = embeddings
@@ -320,28 +318,13 @@ class RagService:
     ) -> Iterator[str | Answer]:
         """Yield answer text in pieces as the model writes it, then the final, checked `Answer`.
 
-        `history`: the conversation so far, oldest first, as `Turn`s or (question, answer) pairs; a
-        follow-up that refers back is answered from the papers in focus (rag/retrieval/focus.py).
+        `history`: the conversation so far, oldest first, as `Turn`s or (question, answer) pairs.
         The question's kind (lookup, list, count, compare) and the filters it states in words are read
         from it (`understand`, default `questions.understand`); `filters` given here win over those,
         and understood filters on a field named in `dropped` are not applied.
         """
-        for piece in self._stream_answer(question, history, k, filters, understand, dropped):
-            if isinstance(piece, Answer):
-                self.focus.remember(piece.text, piece.cited)
-            yield piece
-
-    def _stream_answer(
-        self,
-        question: str,
-        history: History | None,
-        k: int | None,
-        filters: Filters | None,
-        understand: bool | None,
-        dropped: Iterable[str],
-    ) -> Iterator[str | Answer]:
         question = self.clean_question(question)
-        standalone = self.standalone(question, history or [])
+        standalone = self.conversation.standalone(question, history or [])
         read = self.config.questions.understand if understand is None else understand
         asked = standalone.question
         understood = self.understand(asked) if read else Understood(asked, asked)
@@ -355,17 +338,14 @@ class RagService:
             "understood": understood.in_use(explicit, dropped).labels(),
             "focus": list(standalone.focus),
         }
-        # A follow-up held to the papers in focus is a lookup of them.
-        answer = None
-        if not standalone.focus:
-            answer = many_papers_answer(understood, applied, self._search, self.config, **stamp)
+        lookup = bool(standalone.focus)  # a follow-up held to the papers in focus is a lookup of them
+        answer = None if lookup else many_papers_answer(understood, applied, self._search, self.config, **stamp)
         if answer is None:  # a lookup: the answer pipeline's, over what retrieval finds
-            held = replace(applied, papers=standalone.focus or applied.papers)
-            sources = self._search(understood.text, k, held)
-            yield from self.pipeline.stream(replace(standalone, question=understood.text), sources, stamp)
-            return
-        yield answer.text  # no model: the whole text at once, then the answer
-        yield answer
+            sources = self._search(understood.text, k, standalone.held(applied))
+            pieces = self.pipeline.stream(replace(standalone, question=understood.text), sources, stamp)
+        else:
+            pieces = iter((answer.text, answer))  # no model: the whole text at once, then the answer
+        yield from self.conversation.remembering(pieces)  # the papers it cites: the focus it leaves
 
     def understand(self, question: str) -> Understood:
         """The question's kind and the filters its words state, an author's name only if some stored
@@ -382,9 +362,8 @@ class RagService:
         """{question, history, k, filters} -> the same plus `standalone` (the question made
         self-contained, a `Standalone`) and `sources` (what retrieval found for it, held to the papers in
         focus for a follow-up that refers back to them)."""
-        standalone = self.standalone(self.clean_question(inputs["question"]), inputs.get("history") or [])
-        filters = inputs.get("filters") or Filters()
-        held = replace(filters, papers=standalone.focus or filters.papers)
+        standalone = self.conversation.standalone(self.clean_question(inputs["question"]), inputs.get("history") or [])
+        held = standalone.held(inputs.get("filters") or Filters())
         return inputs | {"standalone": standalone, "sources": self._search(standalone.question, inputs.get("k"), held)}
 
     def clean_question(self, question: str, what: str = "the question") -> str:
@@ -392,49 +371,11 @@ class RagService:
         InputError naming the text as `what` (rag/core/text.py). Done once, where a question comes in."""
         return clean_question(question, self.config.answer.max_question_chars, what)
 
-    def standalone(self, question: str, history: History, rewrite: bool = True) -> Standalone:
-        """The (clean) question made self-contained with the history, each text of which is checked first:
-        held to the papers in focus when it refers back to them, else rewritten (rag/retrieval/followup.py).
-        `rewrite=False` leaves the model out (the rule only)."""
-        turns = as_turns(history)
-        rewriter: Callable[[], Rewriter] = (lambda: self.provider) if rewrite else _NoRewrite
-        return checked_standalone(
-            question,
-            pairs(turns),
-            rewriter,
-            self.clean_question,
-            lambda: held_to_focus(question, turns, self.focus_of(turns), self._search, rewriter),
-        )
-
-    def focus_of(self, history: History) -> tuple[str, ...]:
-        """The papers the conversation is about after its last turn (rag/retrieval/focus.py FocusMemory)."""
-        return self.focus.focus_of(as_turns(history))
-
-    def _cited_again(self, turns: list[Turn]) -> tuple[str, ...]:
-        """What the last turn's answer cited, recovered: its [n] markers read against the sources its
-        question, with the (at most 4) turns before it, finds again (the same on the same index)."""
-        last = turns[-1]
-        if not cited_numbers(last.answer, 99):
-            return ()  # a refusal, or an answer citing nothing
-        earlier = self.standalone(self.clean_question(last.question), turns[-5:-1], rewrite=False)
-        asked = earlier.question
-        understood = self.understand(asked) if self.config.questions.understand else Understood(asked, asked)
-        if understood.kind != "lookup" and not earlier.focus:
-            return ()  # a list's sources come from other searches: not recovered
-        applied = understood.applied(Filters())
-        sources = self._search(understood.text, None, replace(applied, papers=earlier.focus or applied.papers))
-        return tuple(dict.fromkeys(sources[n - 1].paper_id for n in cited_numbers(last.answer, len(sources))))
-
-    def turn(self, answer: Answer) -> Turn:
-        """An answer as a turn of the conversation's history, with the papers it leaves in focus."""
-        return Turn(answer.question, answer.text, tuple(answer.cited))
-
-
-class _NoRewrite:
-    """A rewriter that leaves every follow-up to the rule (no model is loaded or asked)."""
-
-    def rewrite(self, question: str, history: list[tuple[str, str]]) -> str | None:
-        return None
+    @cached_property
+    def conversation(self) -> Conversation:
+        """Follow-ups made self-contained: held to the papers in focus, or rewritten (rag/retrieval/conversation.py)."""
+        reads = lambda: self.config.questions.understand  # noqa: E731 - the config may change when the index opens
+        return Conversation(self._search, self.understand, self.clean_question, lambda: self.provider, reads)
 
 
 _SERVICES_KEPT = 4

@@ -92,7 +92,7 @@ def seeded(tmp_path_factory, embeddings) -> RagService:
 def llama_server(tmp_path_factory):
     """llama.cpp's own OpenAI-compatible server (`python -m llama_cpp.server`) serving the bundled
     GGUF on a free loopback port; started once, always stopped."""
-    from servers import LlamaServer
+    from benchmarks.harness.servers import LlamaServer
 
     from rag.answering.providers import bundled_gguf
 
@@ -106,7 +106,7 @@ def chroma_server(tmp_path_factory):
     `chroma run` on a free port, started once and always stopped. Yields (host, port)."""
     import os
 
-    from servers import HOST, ChromaServer
+    from benchmarks.harness.servers import HOST, ChromaServer
 
     if os.environ.get("RAG_TEST_CHROMA_PORT"):
         server = ChromaServer(Path(), Path(), port=int(os.environ["RAG_TEST_CHROMA_PORT"]))

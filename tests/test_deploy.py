@@ -1,12 +1,13 @@
 """A lab's deployment, end to end on loopback: `chroma run`, three `rag --config extractive serve`
 replicas on it (the server setup with the extractive answerer, for speed), Debian's nginx in front.
-The small form of benchmarks/deploy.py, through the same code (tests/deployment.py)."""
+The small form of benchmarks/deploy.py, through the same code (benchmarks/harness/deployment.py)."""
 
 from __future__ import annotations
 
 import pytest
 from conftest import user_environment, write_jsonl
-from deployment import (
+
+from benchmarks.harness.deployment import (
     PAGE_QUESTION_ROUTES,
     access,
     chroma_restart,
@@ -15,9 +16,8 @@ from deployment import (
     kill_replica,
     many_users,
 )
-from loadgen import expectations, seed_questions
-from servers import nginx_command
-
+from benchmarks.harness.loadgen import expectations, seed_questions
+from benchmarks.harness.servers import nginx_command
 from rag.core.config import with_overrides
 from rag.service import RagService
 

@@ -18,9 +18,9 @@ import httpx
 import pytest
 from clirun import rag
 from conftest import settings_for, write_jsonl
-from loadgen import HOST
-from servers import free_port
 
+from benchmarks.harness.loadgen import HOST
+from benchmarks.harness.servers import free_port
 from rag.core.errors import InputError
 from rag.service import RagService
 

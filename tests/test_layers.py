@@ -1,7 +1,9 @@
-"""Imports run down the stages (docs/architecture.md): import-linter's layers contract in pyproject.toml holds."""
+"""Imports run down the stages (docs/architecture.md): import-linter's layers contract in pyproject.toml holds;
+and every module of rag/ and ui/ reads in one sitting (STYLE.md, 9)."""
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -19,3 +21,42 @@ def test_imports_run_down_the_stages():
         [command, "--no-cache"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+
+
+def test_modules_and_functions_stay_small():
+    """No module of rag/ or ui/ over 400 lines, no function (or method) over 60, its docstring included:
+    one that grows past that holds two things, and is split by concept."""
+    too_long = []
+    for path in sorted([*(PROJECT_ROOT / "rag").rglob("*.py"), *(PROJECT_ROOT / "ui").rglob("*.py")]):
+        text = path.read_text(encoding="utf-8")
+        where = path.relative_to(PROJECT_ROOT)
+        if (lines := len(text.splitlines())) > MAX_MODULE_LINES:
+            too_long.append(f"{where}: {lines} lines (the limit is {MAX_MODULE_LINES})")
+        for node in ast.walk(ast.parse(text, filename=str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    limit = f"the limit is {MAX_FUNCTION_LINES}"
+                    too_long.append(f"{where}:{node.lineno} {node.name}: {length} lines ({limit})")
+    assert not too_long, "\n".join(too_long)
+
+
+def test_benchmarks_import_no_test_helper():
+    """Benchmarks import the package and benchmarks/ modules (benchmarks/harness/, shared with the tests),
+    never a module of tests/ (nor put tests/ on sys.path to reach one)."""
+    helpers = {path.stem for path in (PROJECT_ROOT / "tests").glob("*.py")}
+    reaching = []
+    for path in sorted((PROJECT_ROOT / "benchmarks").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            reaching += [f"{path.relative_to(PROJECT_ROOT)}: {name}" for name in names if name.split(".")[0] in helpers]
+    assert not reaching, "\n".join(reaching)

@@ -1,7 +1,7 @@
 """The chat app under load, served on loopback: many users at once, an ingest from another process
 while it serves, a model server that dies and comes back, logins, secrets, and hostile input.
 
-Every answer is checked for being its own question's correct, cited answer (tests/loadgen.py), not
+Every answer is checked for being its own question's correct, cited answer (benchmarks/harness/loadgen.py), not
 just for arriving. This is the short form CI runs; benchmarks/load.py is the long form with figures.
 """
 
@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 from conftest import SEED_FILE, settings_for, write_jsonl
-from loadgen import (
+
+from benchmarks.harness.loadgen import (
     Expected,
     PageUser,
     Turn,
@@ -36,7 +37,6 @@ from loadgen import (
     run_users,
     seed_questions,
 )
-
 from rag.core.config import PROJECT_ROOT
 from rag.index.locks import SharedExclusiveLock
 from rag.service import RagService
@@ -451,7 +451,7 @@ def test_the_api_key_never_shows_in_pages_config_errors_or_logs(
     seed_index, embeddings, pool, monkeypatch, caplog, capfd
 ):
     from gradio_client import Client
-    from servers import echo_key_401, scripted_server
+    from benchmarks.harness.servers import echo_key_401, scripted_server
 
     from ui.app import ChatHandlers
 
@@ -518,7 +518,7 @@ def test_long_and_control_character_questions_get_messages_or_clean_answers(seed
 
 
 def loadgen_result(turn: Turn, payload: dict):
-    from loadgen import Result
+    from benchmarks.harness.loadgen import Result
 
     return Result(turn, 0.0, 0.0, payload)
 
@@ -531,7 +531,7 @@ def model_held(seed_index, embeddings, max_queue: int):
     """An app with one answer slot, held by a model call that waits until `release` is set; yields
     (url, the holding job, release, the model server's requests)."""
     from gradio_client import Client
-    from servers import Scripted, chat, scripted_server
+    from benchmarks.harness.servers import Scripted, chat, scripted_server
 
     release = threading.Event()
     answer = chat(ANSWER)
@@ -637,7 +637,7 @@ def test_prompt_injections_leak_nothing_and_others_are_still_served(
     seed_index, embeddings, pool, llama_server, monkeypatch
 ):
     from gradio_client import Client
-    from servers import chat, scripted_server
+    from benchmarks.harness.servers import chat, scripted_server
 
     monkeypatch.setenv(KEY_ENV, FAKE_KEY)
     item = pool[0]

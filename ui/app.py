@@ -224,39 +224,15 @@ def build_app(service: RagService) -> gr.Blocks:
         answers = gr.State([])
         with gr.Row(equal_height=False):
             with gr.Column(scale=3):
-                chatbot = gr.Chatbot(
-                    elem_id="rag-chat",
-                    label="Chat",
-                    height=520,
-                    # Answers arrive as HTML built from escaped text (ui.render); no Markdown, LaTeX or
-                    # custom tags, so nothing in an abstract or an answer can become markup.
-                    render_markdown=False,
-                    sanitize_html=True,
-                    allow_tags=False,
-                    latex_delimiters=[],
-                    feedback_options=None,
-                    buttons=["copy_all"],
-                    layout="panel",
-                )
+                chatbot = chat_window()
                 with gr.Row():
-                    question = gr.Textbox(
-                        elem_id="rag-question",
-                        placeholder="Ask about the papers, e.g. how does RxnFlow keep molecules synthesizable?",
-                        show_label=False,
-                        scale=6,
-                        max_lines=4,
-                    )
+                    question = question_box()
                     ask = gr.Button("Ask", variant="primary", elem_id="rag-ask", scale=1, min_width=80)
                     clear = gr.Button("Clear chat", elem_id="rag-clear", scale=1, min_width=80)
                 examples = gr.Examples(
                     examples=[[text] for text in settings.examples], inputs=[question], label="Example questions"
                 )
-                understood = gr.CheckboxGroup(
-                    [],
-                    label="Filters understood from your question (untick one to ask without it)",
-                    elem_id="rag-understood",
-                    visible=False,
-                )
+                understood = understood_chips()
                 pickers = filter_inputs(choices)
             with gr.Column(scale=2):
                 panel = gr.HTML(sources_panel_html(None, 0), elem_id="rag-sources", js_on_load=None)
@@ -294,6 +270,45 @@ def build_app(service: RagService) -> gr.Blocks:
         gr.api(handlers.ask, api_name="ask", concurrency_id="answer")
     demo.queue(default_concurrency_limit=settings.concurrency_limit, max_size=settings.max_queue)
     return demo
+
+
+def chat_window() -> gr.Chatbot:
+    """The conversation: the questions asked and the answers, each as the HTML ui.render builds."""
+    return gr.Chatbot(
+        elem_id="rag-chat",
+        label="Chat",
+        height=520,
+        # Answers arrive as HTML built from escaped text (ui.render); no Markdown, LaTeX or
+        # custom tags, so nothing in an abstract or an answer can become markup.
+        render_markdown=False,
+        sanitize_html=True,
+        allow_tags=False,
+        latex_delimiters=[],
+        feedback_options=None,
+        buttons=["copy_all"],
+        layout="panel",
+    )
+
+
+def question_box() -> gr.Textbox:
+    """Where the question is typed; Enter asks it."""
+    return gr.Textbox(
+        elem_id="rag-question",
+        placeholder="Ask about the papers, e.g. how does RxnFlow keep molecules synthesizable?",
+        show_label=False,
+        scale=6,
+        max_lines=4,
+    )
+
+
+def understood_chips() -> gr.CheckboxGroup:
+    """The filters read from the last question, ticked; hidden until a question has some."""
+    return gr.CheckboxGroup(
+        [],
+        label="Filters understood from your question (untick one to ask without it)",
+        elem_id="rag-understood",
+        visible=False,
+    )
 
 
 def download_buttons() -> list[gr.DownloadButton]:

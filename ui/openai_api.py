@@ -155,19 +155,7 @@ def add_openai_routes(
     same machine, every request comes from loopback). With a `login` for the page and no key, /v1 is
     closed: a login guards every route that answers questions, and API clients can't log in."""
     models = Models(service)
-
-    def check_key(request: Request) -> None:
-        if api_key is None and not login:
-            return
-        if api_key is None:
-            variable = service.config.ui.api_key_env
-            message = f"this server's API is closed: a login guards its page and no API key is set (${variable})"
-            raise ApiError(401, message, code="invalid_api_key")
-        given = request.headers.get("authorization", "")
-        if not hmac.compare_digest(given.encode(), f"Bearer {api_key}".encode()):
-            raise ApiError(401, "Incorrect API key provided", code="invalid_api_key")
-
-    v1 = APIRouter(prefix="/v1", dependencies=[Depends(check_key)])
+    v1 = APIRouter(prefix="/v1", dependencies=[Depends(key_check(service, api_key, login))])
 
     @v1.get("/models")
     def list_models() -> dict:
@@ -207,12 +195,36 @@ def add_openai_routes(
             return JSONResponse({"status": "unavailable", "error": str(err)}, status_code=503)
         return JSONResponse({"status": "ok", "papers": stats["papers"], "config": stats["config"]})
 
-    answered = list(v1.routes)  # the routes above
+    add_unknown_route(v1)
+    app.include_router(v1)
+    add_error_handlers(app)
+
+
+def key_check(service: RagService, api_key: str | None, login: bool) -> Callable[[Request], None]:
+    """The check every /v1 request passes: the bearer `api_key` when one is set; none when neither it nor
+    a `login` is; with a login and no key, a 401 for every request (the API is closed)."""
+
+    def check_key(request: Request) -> None:
+        if api_key is None and not login:
+            return
+        if api_key is None:
+            variable = service.config.ui.api_key_env
+            message = f"this server's API is closed: a login guards its page and no API key is set (${variable})"
+            raise ApiError(401, message, code="invalid_api_key")
+        given = request.headers.get("authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {api_key}".encode()):
+            raise ApiError(401, "Incorrect API key provided", code="invalid_api_key")
+
+    return check_key
+
+
+def add_unknown_route(v1: APIRouter) -> None:
+    """Any other /v1 request, declared after the routes that answer: a 405 or 404 in the API's own error
+    format (without it, the chat page mounted at / would answer with its own)."""
+    answered = list(v1.routes)  # the routes declared so far
 
     @v1.api_route("/{path:path}", methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
     def no_such_route(request: Request) -> None:
-        """Any other /v1 request, declared last: a 405 or 404 in the API's own error format (without it,
-        the chat page mounted at / would answer with its own)."""
         path = request.url.path
         allowed = sorted(methods_at(answered, path))
         if allowed:
@@ -220,7 +232,9 @@ def add_openai_routes(
             raise ApiError(405, message, code="method_not_allowed", headers={"Allow": ", ".join(allowed)})
         raise ApiError(404, f"no such endpoint: {request.method} {path}", code="unknown_url")
 
-    app.include_router(v1)
+
+def add_error_handlers(app: FastAPI) -> None:
+    """Every error as an OpenAI-style body: ours, FastAPI's own, a request that does not validate, a bug."""
     app.add_exception_handler(ApiError, api_error_response)
     app.add_exception_handler(HTTPException, http_error_response)
     for known in (RagError, QueueFull):

@@ -14,10 +14,10 @@ import re
 from html import escape
 from typing import Any
 
-from rag.answering.words import source_sentences
 from rag.core.markers import MARKER, attach_marker, split_sentences
 from rag.core.markup import markup_html, plain_text
 from rag.core.types import PASSAGE_GAP, Answer, Source, Span, by_relevance, safe_url
+from rag.retrieval.words import source_sentences
 
 WORD = re.compile(r"[a-z0-9]+")
 # Below this share of an answer sentence's words found in a source sentence, nothing is highlighted:

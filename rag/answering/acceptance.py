@@ -4,9 +4,9 @@ evidence sentence), and why it is set aside for the extractive answer when it do
 from __future__ import annotations
 
 from rag.answering.evidence import HOW_MUCH, Evidence
-from rag.answering.naming import ACRONYM, mentions, paper_name
-from rag.answering.words import DIGITS, GENERIC, NAME, content_stems
 from rag.core.types import SentenceCheck, Source
+from rag.retrieval.naming import ACRONYM, mentions, paper_name
+from rag.retrieval.words import DIGITS, GENERIC, NAME, content_stems
 
 
 def key_tokens(question: str, evidence: list[Evidence], sources: list[Source]) -> list[str]:

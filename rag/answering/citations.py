@@ -18,9 +18,9 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from rag.answering.evidence import Evidence
-from rag.answering.words import DIGITS, NAME, source_sentences
 from rag.core.markers import MARKER, attach_marker, cited_numbers, format_marker, split_sentences
 from rag.core.types import SentenceCheck, Source
+from rag.retrieval.words import DIGITS, NAME, source_sentences
 
 FINISHED = re.compile(r"[.!?:;)\]\"'”’]\s*$")
 LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s")

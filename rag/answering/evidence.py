@@ -15,7 +15,8 @@ is scored for this question:
 The best sentence leads; a second or third joins only when it scores close to the first. Both the
 extractive answer and the model's prompt are built from these sentences, and the key tokens of the
 best one (its numbers and names that the question asks about) are what a model answer must keep
-(acceptance.py). A paper's name comes from naming.py; the words compared, from words.py.
+(acceptance.py). A paper's name comes from rag/retrieval/naming.py; the words compared, from
+rag/retrieval/words.py.
 """
 
 from __future__ import annotations
@@ -28,13 +29,13 @@ from dataclasses import dataclass
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from rag.answering.naming import PROPOSAL, mentions, named_by, paper_name, says_name
-from rag.answering.words import content_stems, source_sentences
 from rag.core.config import AnswerConfig, RetrievalConfig
 from rag.core.markers import attach_marker
 from rag.core.markup import plain_text
 from rag.core.types import Passage, Source
+from rag.retrieval.naming import PROPOSAL, mentions, named_by, paper_name, says_name
 from rag.retrieval.refusal import refusal_reason
+from rag.retrieval.words import content_stems, source_sentences
 
 HOW_MUCH = re.compile(
     r"\b(how (many|much|large|big|long|fast|often|far|small)|what (percentage|fraction|proportion|share|size|number)|"

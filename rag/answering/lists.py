@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rag.answering.evidence import is_background
-from rag.answering.words import source_sentences
 from rag.core.config import RetrievalConfig, Settings
 from rag.core.errors import InputError
 from rag.core.filters import Filters
@@ -28,6 +27,7 @@ from rag.core.types import Answer, Source
 from rag.index.lexical import terms
 from rag.retrieval.refusal import evidence_score, refusal_reason
 from rag.retrieval.understand import Understood, alternatives, without_kind_words
+from rag.retrieval.words import source_sentences
 
 LONG_TOPIC = 6  # words: a longer topic is a description ("generate DAGs by combining …"), not a name
 

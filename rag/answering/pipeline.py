@@ -13,13 +13,13 @@ from collections.abc import Callable, Iterator
 from rag.answering.acceptance import key_tokens, news, set_aside
 from rag.answering.citations import CitationChecker, kept_text, renumbered
 from rag.answering.evidence import EvidencePicker, evidence_sources, extractive_answer
-from rag.answering.naming import named_by
 from rag.answering.providers import ExtractiveProvider, Provider
-from rag.core.config import RetrievalConfig, Settings
+from rag.core.config import Settings
 from rag.core.errors import ModelError
+from rag.core.markup import plain_text
 from rag.core.types import Answer, Source
 from rag.retrieval.followup import Standalone
-from rag.retrieval.refusal import refusal_reason, stands_in
+from rag.retrieval.refusal import refusal, stands_in
 
 
 class AnswerPipeline:
@@ -87,20 +87,9 @@ class AnswerPipeline:
         return Answer(text=text, sources=sources, checks=checks, **fields)
 
 
-def refusal(question: str, sources: list[Source], config: RetrievalConfig) -> str | None:
-    """Why the sources can't answer the question, or None: the passage-level rule, unless the question
-    names one of the papers or its distinctive words stand in one (then its sentences decide)."""
-    reason = refusal_reason(sources, config)
-    if reason and (any(named_by(question, source) for source in sources) or stands_in(question, sources)):
-        return None  # a paper named, or an exact look-up of a paper's words: its sentences decide
-    return reason
-
-
 def refusal_text(sources: list[Source]) -> str:
     """A refusal in a researcher's words, naming the closest papers once; the figures that decided it
     go to `Answer.refusal_reason`."""
-    from rag.core.markup import plain_text
-
     if not sources:
         return "No indexed abstract matches this question, so it is not answered."
     titles = [f"“{plain_text(source.title)}”" for source in sources[:3]]

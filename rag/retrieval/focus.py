@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from rag.core.errors import InputError, ModelError
 from rag.core.filters import Filters
 from rag.core.text import EVIDENCE_STOPWORDS
-from rag.core.types import Source
+from rag.core.types import Answer, Source
 from rag.retrieval.followup import Rewriter, Standalone
 
 Search = Callable[[str, int, Filters], list[Source]]
@@ -60,6 +60,11 @@ class Turn:
     question: str
     answer: str
     papers: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, answer: Answer) -> Turn:
+        """An answer as a turn of the conversation's history, with the papers it leaves in focus."""
+        return cls(answer.question, answer.text, tuple(answer.cited))
 
 
 History = Sequence[Turn | tuple[str, str] | Sequence[str]]

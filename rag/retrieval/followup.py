@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from rag.core.errors import InputError, ModelError
+from rag.core.filters import Filters
 from rag.core.text import not_text
 
 # The longest earlier answer a history may hold: far above any answer given (a list of 40 papers, a
@@ -36,6 +37,10 @@ class Standalone:
     model_failure: str | None = None
     # The papers in focus it is answered from (rag/retrieval/focus.py); empty when it searches anew.
     focus: tuple[str, ...] = ()
+
+    def held(self, filters: Filters) -> Filters:
+        """The filters it is searched with: held to the papers in focus, if any."""
+        return replace(filters, papers=self.focus or filters.papers)
 
 
 def standalone_question(

@@ -1,4 +1,5 @@
-"""Whether the best source is close enough to answer from, and if not, why."""
+"""Whether the sources can answer the question, and if not, why: the best source's evidence, unless
+the question names one of the papers or its distinctive words stand in one (an exact look-up)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import re
 from rag.core.config import RetrievalConfig
 from rag.core.types import Source
 from rag.facts import contains_fact
+from rag.retrieval.naming import named_by
 
 
 def evidence_score(source: Source) -> float:
@@ -32,6 +34,15 @@ def refusal_reason(sources: list[Source], config: RetrievalConfig) -> str | None
             f"evidence {evidence_score(top):.2f}, below the {config.min_evidence:.2f} threshold"
         )
     return None
+
+
+def refusal(question: str, sources: list[Source], config: RetrievalConfig) -> str | None:
+    """Why the sources can't answer the question, or None: the passage-level rule, unless the question
+    names one of the papers or its distinctive words stand in one (then its sentences decide)."""
+    reason = refusal_reason(sources, config)
+    if reason and (any(named_by(question, source) for source in sources) or stands_in(question, sources)):
+        return None  # a paper named, or an exact look-up of a paper's words: its sentences decide
+    return reason
 
 
 # A number a question may look up ("26%", "20.9%", "1.2 million", "50,000"): with a decimal point, a

@@ -12,6 +12,7 @@ from rag.core.config import PROJECT_ROOT
 from rag.core.errors import InputError
 from rag.core.filters import Filters
 from rag.core.types import Source
+from rag.retrieval.focus import Turn
 from rag.index.embeddings import CachedEmbeddings
 from rag.ingest.papers import load_papers
 
@@ -85,7 +86,7 @@ def test_a_short_earlier_answer_leaves_its_paper_in_focus_not_its_sentence_to_re
 
 def test_the_readme_follow_up_states_the_benchmark_not_the_previous_answer_again(seeded):
     first = seeded.answer("Which agent plays Hanabi with unfamiliar partners?")
-    follow = seeded.answer("What benchmark did they use?", history=[seeded.turn(first)])
+    follow = seeded.answer("What benchmark did they use?", history=[Turn.of(first)])
     assert follow.focus == first.cited[:1] and follow.cited == first.cited[:1]
     assert "Hanabi benchmark" in follow.checks[0].text  # it leads with the new fact, not the last answer again
 
@@ -93,15 +94,15 @@ def test_the_readme_follow_up_states_the_benchmark_not_the_previous_answer_again
 def test_a_follow_up_the_paper_does_not_answer_is_refused_and_leaves_the_focus_where_it_was(seeded):
     first = seeded.answer("Which agent plays Hanabi with unfamiliar partners?")
     # The seed set's unanswerable question, as a follow-up: R3D2's abstract never gives GPU hours.
-    hours = seeded.answer("How many GPU hours did they need to train it?", history=[seeded.turn(first)])
+    hours = seeded.answer("How many GPU hours did they need to train it?", history=[Turn.of(first)])
     assert hours.refused
-    after = seeded.answer("What benchmark did they use?", history=[seeded.turn(first), seeded.turn(hours)])
+    after = seeded.answer("What benchmark did they use?", history=[Turn.of(first), Turn.of(hours)])
     assert after.focus == first.cited[:1] and "Hanabi benchmark" in after.text
 
 
 def test_a_follow_up_with_a_topic_of_its_own_searches_anew(seeded):
     first = seeded.answer("Which agent plays Hanabi with unfamiliar partners?")
-    first_turn = seeded.turn(first)
+    first_turn = Turn.of(first)
     localize = "Which paper localizes memorized regions in text-to-image diffusion models?"
     other = seeded.answer(localize, history=[first_turn])
     assert other.focus == [] and other.sources[0].paper_id == seed_id("bright ending")
@@ -113,7 +114,7 @@ def test_every_seed_question_asked_after_an_unrelated_turn_is_answered_as_when_a
     """A question with a topic of its own searches anew, even with "that" or "their" in it: main's rule
     (last question + this one) changed 8 of these 64 answers' refusal or first citation."""
     lines = (PROJECT_ROOT / "tests" / "eval" / "seed_questions.jsonl").read_text(encoding="utf-8").splitlines()
-    turn = seeded.turn(seeded.answer("Which agent plays Hanabi with unfamiliar partners?"))
+    turn = Turn.of(seeded.answer("Which agent plays Hanabi with unfamiliar partners?"))
     changed = []
     for question in (json.loads(line)["question"] for line in lines):
         alone, after = seeded.answer(question), seeded.answer(question, history=[turn])

@@ -14,10 +14,10 @@ from rag.answering.evidence import (
     proposal_position,
     tidy,
 )
-from rag.answering.naming import named_by, paper_name
 from rag.core.config import AnswerConfig, RetrievalConfig
 from rag.core.markers import split_sentences
 from rag.core.types import SentenceCheck, Source
+from rag.retrieval.naming import named_by, paper_name
 
 RXNFLOW = Source.from_text(
     "p1",

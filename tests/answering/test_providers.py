@@ -19,9 +19,9 @@ from contextlib import nullcontext
 
 import pytest
 from conftest import SEED_FILE, settings_for
-from servers import LlamaServer, chat, echo_key_401, error, free_port, reply, scripted_server, stall
 from terminal import run_on_terminal
 
+from benchmarks.harness.servers import LlamaServer, chat, echo_key_401, error, free_port, reply, scripted_server, stall
 from rag.answering.citations import CitationChecker
 from rag.answering.prompts import accept_rewrite, approximate_tokens, fit_sources, format_sources
 from rag.answering.providers import bundled_gguf, looping, unusable

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from conftest import user_environment
-from openreview_server import FixtureServer, OpenReviewFixture
 
+from benchmarks.harness.openreview_server import FixtureServer, OpenReviewFixture
 from rag.core.config import FetchConfig, data_dir
 from rag.core.errors import FetchError
 from rag.ingest.fetch import Venue, fetch_venue, resolve_venue
@@ -169,7 +169,7 @@ def test_a_venue_that_cannot_be_fetched_is_one_line_and_keeps_the_old_file(serve
 
 
 def test_no_server_is_one_line(tmp_path):
-    from servers import free_port
+    from benchmarks.harness.servers import free_port
 
     url = f"http://127.0.0.1:{free_port()}"
     result = rag("fetch", "iclr2025", "--out", str(tmp_path / "x.jsonl"), url=url)

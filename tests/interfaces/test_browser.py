@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from chromium import CHROMIUM, CHROMIUM_ARGS, require_chromium
 from conftest import SEED_FILE, settings_for, write_jsonl
-from servers import AppProcess, free_port
 
+from benchmarks.harness.servers import AppProcess, free_port
 from rag.core.config import PROJECT_ROOT
 from rag.service import RagService
 

@@ -13,8 +13,8 @@ import httpx
 import openai
 import pytest
 from conftest import settings_for, user_environment
-from servers import ServeProcess
 
+from benchmarks.harness.servers import ServeProcess
 from rag.core.config import PROJECT_ROOT, config_names
 from rag.core.markers import MARKER
 

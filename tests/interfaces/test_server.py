@@ -14,8 +14,8 @@ from itertools import islice
 
 import pytest
 from conftest import FULL_LIST, SEED_FILE, settings_for, write_jsonl
-from servers import HOST, ChromaServer, free_port
 
+from benchmarks.harness.servers import HOST, ChromaServer, free_port
 from rag.core.errors import StoreError
 from rag.core.filters import Filters
 from rag.ingest.papers import load_papers

@@ -254,7 +254,7 @@ def test_the_app_exposes_ask_and_sizes_its_queue_from_config(make_service):
     ],
 )
 def test_an_app_open_beyond_this_machine_without_login_is_warned_about(host, share, has_auth, warns):
-    from rag.cli import exposure_warning
+    from ui.access import exposure_warning
 
     warning = exposure_warning(host, share, has_auth)
     assert (warning is not None) == warns
@@ -263,7 +263,7 @@ def test_an_app_open_beyond_this_machine_without_login_is_warned_about(host, sha
 
 
 def test_the_login_comes_from_the_named_environment_variable(monkeypatch):
-    from rag.cli import read_auth
+    from ui.access import read_auth
     from rag.core.errors import ConfigError
 
     assert read_auth(None) is None

@@ -154,7 +154,7 @@ class AppProcess(ServerProcess):
     """`python -m ui` (the chat app) on loopback, as a user would start it, with `env` added to ours."""
 
     name = "the app"
-    cwd = Path(__file__).resolve().parent.parent
+    cwd = Path(__file__).resolve().parents[2]
 
     def __init__(self, log: Path, env: dict[str, str], *args: str):
         super().__init__(log)
@@ -178,7 +178,7 @@ class ServeProcess(ServerProcess):
     """`rag [ARGS] serve` (the chat page and the /v1 API) on loopback, in the given environment."""
 
     name = "rag serve"
-    cwd = Path(__file__).resolve().parent.parent
+    cwd = Path(__file__).resolve().parents[2]
 
     def __init__(self, log: Path, env: dict[str, str], *args: str):
         super().__init__(log)

@@ -2,11 +2,11 @@
 
 It answers the routes the official client calls for a fetch, as the API does: `GET /groups?id=`,
 `GET /notes?invitation=&sort=id&limit=&after=&count=` and `POST /login`, from the hand-written notes in
-fixtures/openreview_iclr2025.json. Like the real server it gives at most `page_cap` notes a page
+tests/fixtures/openreview_iclr2025.json. Like the real server it gives at most `page_cap` notes a page
 (here 3, so 8 notes make three pages), and it can misbehave on cue: a 429 with Retry-After, or a
 request that hangs until released (to kill a fetch mid-way).
 
-Run it by hand for a manual try: `python tests/openreview_server.py` prints the URL to set as
+Run it by hand for a manual try: `python benchmarks/harness/openreview_server.py` prints the URL to set as
 RAG_FETCH__OPENREVIEW_URL.
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 HOST = "127.0.0.1"
-FIXTURE = Path(__file__).parent / "fixtures" / "openreview_iclr2025.json"
+FIXTURE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "openreview_iclr2025.json"
 
 
 @dataclass

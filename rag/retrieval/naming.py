@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from rag.answering.words import GENERIC, MARKUP, NAME, content_stems, source_sentences
 from rag.core.markup import plain_text
 from rag.core.types import Source
+from rag.retrieval.words import GENERIC, MARKUP, NAME, content_stems, source_sentences
 
 # What an abstract says when it comes to what it proposes: 'We introduce …', 'this paper presents …'.
 PROPOSAL = re.compile(

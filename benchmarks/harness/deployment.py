@@ -1,5 +1,5 @@
 """A lab's deployment on loopback, and what is measured through it: a Chroma server (`chroma run`),
-`rag serve` replicas pointed at it, and nginx in front (tests/servers.py `Balancer`).
+`rag serve` replicas pointed at it, and nginx in front (servers.py `Balancer`).
 
 Shared by tests/test_deploy.py (a small run in CI) and benchmarks/deploy.py (the figures in
 docs/operations.md). Users ask through the balancer's `/v1/chat/completions` with the lab's key
@@ -22,10 +22,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import httpx
-from loadgen import ApiUser, Expected, Result, plan, rss_mib, run_users
-from servers import HOST, Balancer, ChromaServer, ServeProcess, ServerProcess
 
-ROOT = Path(__file__).resolve().parent.parent
+from .loadgen import ApiUser, Expected, Result, plan, rss_mib, run_users
+from .servers import HOST, Balancer, ChromaServer, ServeProcess, ServerProcess
+
+ROOT = Path(__file__).resolve().parents[2]
 KEY = "lab-key-0d9e4b"  # ABSTRACT_RAG_API_KEY of every replica
 LOGIN = ("lab", "lab-pass-61c2")  # the chat page's login, through ui.auth_env
 # Every route of the page that answers a question; without a login each must say 401.

@@ -24,9 +24,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from servers import free_port
+from .servers import free_port
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SEED_QUESTIONS = ROOT / "tests" / "eval" / "seed_questions.jsonl"
 HOST = "127.0.0.1"
 FOLLOW_UP = "What results does it report?"

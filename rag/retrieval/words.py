@@ -1,7 +1,8 @@
-"""The words and sentences the answering modules read: content stems, numbers and names.
+"""The words and sentences of the sources that naming and answering read: content stems, numbers and names.
 
-Shared by the sentence scoring (evidence.py), naming (naming.py), acceptance (acceptance.py), citation
-checks (citations.py) and prompts (prompts.py), so none of those calls another for a text helper.
+Shared by naming (rag/retrieval/naming.py, which the refusal rule uses) and, in rag/answering/, the sentence
+scoring (evidence.py), acceptance (acceptance.py), citation checks (citations.py) and prompts (prompts.py),
+so none of those calls another for a text helper.
 """
 
 from __future__ import annotations
