@@ -19,16 +19,19 @@ def run_on_terminal(argv: list[str], environment: dict[str, str]) -> tuple[list[
     """The chunks the terminal received, in order, and the command's exit status."""
     process_id, terminal = started_on_terminal(argv, environment)
     chunks = []
-    while True:
-        try:
-            chunk = os.read(terminal, 4096)
-        except OSError:  # the child exited and closed the terminal
-            break
-        if not chunk:
-            break
-        chunks.append(chunk.decode(errors="replace").replace("\r\n", "\n"))
+    while (chunk := received(terminal)) is not None:
+        chunks.append(chunk)
     _, status = os.waitpid(process_id, 0)
     return chunks, os.waitstatus_to_exitcode(status)
+
+
+def received(terminal: int) -> str | None:
+    """What the terminal received next (newlines as "\n"), or None once the command has exited."""
+    try:
+        chunk = os.read(terminal, 4096)
+    except OSError:  # the child exited and closed the terminal
+        return None
+    return chunk.decode(errors="replace").replace("\r\n", "\n") if chunk else None
 
 
 def converse_on_terminal(
@@ -44,13 +47,9 @@ def converse_on_terminal(
     while time.monotonic() < deadline:
         ready, _, _ = select.select([terminal], [], [], 1.0)
         if ready:
-            try:
-                chunk = os.read(terminal, 4096)
-            except OSError:  # the child exited and closed the terminal
+            if (chunk := received(terminal)) is None:
                 break
-            if not chunk:
-                break
-            shown += chunk.decode(errors="replace").replace("\r\n", "\n")
+            shown += chunk
         if to_type and shown.endswith(prompt):
             typed = to_type.pop(0)
             os.write(terminal, (typed if typed in ("\x03", "\x04") else typed + "\n").encode())  # Ctrl-C, Ctrl-D
