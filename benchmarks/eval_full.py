@@ -2,7 +2,7 @@
 LangChain pipeline (see textbook.py), side by side, per split.
 
     python benchmarks/eval_full.py                       # full ICLR list, indexes cached in /tmp/rag-eval
-    python benchmarks/eval_full.py --corpus seeds/000_c52ea64f75263f30.txt \\
+    python benchmarks/eval_full.py --corpus seeds/iclr2025_seeds.jsonl \\
         --questions tests/eval/seed_questions.jsonl --cache /tmp/rag-eval-seed
 
 Indexes are built on first use into --cache (ingest is resumable: rerun after an interruption)

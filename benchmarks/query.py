@@ -3,7 +3,7 @@
     # the full list: indexes built by benchmarks/ingest.py --keep (or `rag ingest`), one per backend
     python benchmarks/query.py --index onnx-int8=/tmp/rag-full-int8 --index torch=/tmp/rag-full-torch
     # the seed abstracts: small indexes built on the spot in a temporary folder
-    python benchmarks/query.py --corpus seeds/000_c52ea64f75263f30.txt \\
+    python benchmarks/query.py --corpus seeds/iclr2025_seeds.jsonl \\
         --questions tests/eval/seed_questions.jsonl --backends torch,onnx-int8
 
 Every question of the set goes through `RagService.retrieve` (after one warm-up question, which

@@ -11,7 +11,9 @@ import pytest
 from rag.core.config import PROJECT_ROOT, Settings, with_overrides
 from rag.service import RagService
 
-SEED_FILE = PROJECT_ROOT / "seeds" / "000_c52ea64f75263f30.txt"
+SEED_FILE = PROJECT_ROOT / "seeds" / "iclr2025_seeds.jsonl"  # the shipped seeds: 19 records of the ICLR 2025 list
+# The same 19 abstracts in the seed text format (a list title, then abstracts without titles): its loader's tests.
+SEED_TEXT = PROJECT_ROOT / "tests" / "fixtures" / "seed_abstracts.txt"
 
 
 def find_full_list() -> Path:
@@ -141,7 +143,7 @@ def sample_service(tmp_path_factory, embeddings, full_list_sample) -> RagService
 def seed_abstracts() -> list[str]:
     import re
 
-    return re.split(r"\n\s*\n", SEED_FILE.read_text(encoding="utf-8").strip())[1:]
+    return re.split(r"\n\s*\n", SEED_TEXT.read_text(encoding="utf-8").strip())[1:]
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:

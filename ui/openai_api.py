@@ -304,7 +304,7 @@ class Reply:
         return f"data: {json.dumps({**body, 'choices': [choice], **extra})}\n\n"
 
     async def events(self, start: Callable[[], Iterator[str | Answer]], slots: AnswerSlots) -> AsyncIterator[str]:
-        """Server-sent events: the role, the text as the model writes it, then a last chunk with
+        """Server-sent events: the role, the answer's checked sentences as they come, then a last chunk with
         `rag` (the checked answer and its sources), then `[DONE]`. The slot is taken here, not before,
         so a stream that never starts holds none; the answer runs in a worker thread."""
         end = object()
@@ -333,10 +333,6 @@ class Reply:
 
 def unstreamed_text(answer: Answer, streamed: str) -> str:
     """What a plain client still needs after the streamed text: the whole answer when none was streamed
-    (a refusal, say), the quoted answer after a model that failed midway; else nothing (`rag.text`
-    holds the checked wording)."""
-    if not streamed:
-        return answer.text
-    if answer.fallback:
-        return f"\n\n[the model failed: {answer.fallback}; quoted from the abstracts instead]\n\n{answer.text}"
-    return ""
+    (a refusal, say); else nothing, since the stream held the answer's checked sentences themselves
+    (after a model that failed midway, the quoted ones too)."""
+    return "" if streamed else answer.text

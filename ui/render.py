@@ -164,7 +164,8 @@ def badge_html(turn: int, number: int, title: str) -> str:
 
 
 def streaming_html(partial: str) -> str:
-    """The chat bubble while the model writes: its raw text so far, escaped."""
+    """The chat bubble while the answer streams: its checked sentences so far, escaped (the finished
+    bubble shows the same text, with badges)."""
     return f'<p class="rag-answer rag-streaming">{escape(partial).replace(chr(10), "<br>")}{STREAM_CURSOR}</p>'
 
 

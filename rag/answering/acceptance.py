@@ -3,6 +3,8 @@ evidence sentence), and why it is set aside for the extractive answer when it do
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rag.answering.evidence import HOW_MUCH, Evidence
 from rag.core.types import SentenceCheck, Source
 from rag.retrieval.naming import ACRONYM, mentions, paper_name
@@ -44,21 +46,49 @@ def news(question: str, evidence: list[Evidence]) -> set[str]:
     return content_stems(evidence[0].sentence) - content_stems(question)
 
 
-def set_aside(checks: list[SentenceCheck], key: list[str], told: set[str], keep: float) -> str | None:
-    """Why a model's checked answer can't stand (the extractive one does instead), or None when it can.
+@dataclass(frozen=True)
+class Shortfall:
+    """What a model's checked answer lacks: `reason` in the pipeline's terms (Answer.replaced, for
+    JSON and logs), `words` for a reader who doesn't know the pipeline (Answer.shortfall)."""
 
-    It can't when none of its sentences is supported by what it cites, when its supported sentences
-    leave out a key token of the evidence (the number or name the question asks for), or when they
-    keep less than `keep` of `told`, the best sentence's news (a supported sentence can still
-    restate the question instead of answering it).
+    reason: str
+    words: str
+
+
+def set_aside(checks: list[SentenceCheck], key: list[str], told: set[str], keep: float) -> str | None:
+    """Why a model's checked answer can't stand alone, or None when it can; see `shortfall`."""
+    lacking = shortfall(checks, key, told, keep)
+    return lacking.reason if lacking else None
+
+
+def shortfall(
+    checks: list[SentenceCheck], key: list[str], told: set[str], keep: float, number_asked: bool = False
+) -> Shortfall | None:
+    """What a model's checked answer lacks (the abstract's best sentence then follows it, or stands
+    for it), or None when it can stand.
+
+    It lacks something when none of its sentences is supported by what it cites, when its supported
+    sentences leave out a key token of the evidence (the number or name the question asks for), or
+    when they keep less than `keep` of `told`, the best sentence's news (a supported sentence can
+    still restate the question instead of answering it). `number_asked`: the question asks "how many".
     """
     supported = " ".join(check.text for check in checks if check.supported)
     if not supported:
-        return "no sentence of the model's answer is supported by the abstract it cites"
+        return Shortfall(
+            "no sentence of the model's answer is supported by the abstract it cites",
+            "no sentence the model wrote was backed by the abstract it cited",
+        )
     missing = [token for token in key if token.lower() not in supported.lower()]
     if missing:
-        return f"the model's answer left out {', '.join(missing)}"
+        what = "the number asked for" if number_asked else "the name the question asks for"
+        return Shortfall(
+            f"the model's answer left out {', '.join(missing)}",
+            f"the model's answer left out {what} ({', '.join(missing)})",
+        )
     kept = told & content_stems(supported)
     if told and len(kept) < keep * len(told):
-        return f"the model's answer kept {len(kept)} of the {len(told)} words the best sentence adds to the question"
+        return Shortfall(
+            f"the model's answer kept {len(kept)} of the {len(told)} words the best sentence adds to the question",
+            "the model's answer left out most of what the abstract's best sentence says",
+        )
     return None

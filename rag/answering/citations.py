@@ -20,8 +20,9 @@ from langchain_core.embeddings import Embeddings
 from rag.answering.evidence import Evidence
 from rag.core.markers import MARKER, attach_marker, cited_numbers, format_marker, split_sentences
 from rag.core.types import SentenceCheck, Source
-from rag.retrieval.words import DIGITS, NAME, source_sentences
+from rag.retrieval.words import DIGITS, NAME, content_stems, source_sentences
 
+FOREIGN_SHARE = 0.3  # see foreign_words: the share of a sentence's content words its source may lack
 FINISHED = re.compile(r"[.!?:;)\]\"'”’]\s*$")
 LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s")
 # A term a sentence coins: in quotes ('a formula called "Causalization"'), or capitalised mid-sentence.
@@ -53,9 +54,16 @@ class CitationChecker:
         sentences = [s for s in tidy_sentences(split_sentences(text)) if MARKER.sub("", s).strip()]
         if not sentences or not sources:
             return " ".join(MARKER.sub("", sentence).strip() for sentence in sentences), []
+        checks = self.check_sentences(sentences, sources)
+        return kept_text(checks), checks
+
+    def check_sentences(self, sentences: list[str], sources: list[Source]) -> list[SentenceCheck]:
+        """Each sentence (split and tidied already, markers referring to `sources`) checked on its own:
+        its valid markers, or the source that supports it best when it has none, and whether they do.
+        A sentence's check doesn't depend on the others, so a stream checks them as they come."""
         plain = [MARKER.sub("", sentence).strip() for sentence in sentences]
         support = self._support(plain, sources)  # [sentence, source] best similarity
-        fixed, checks = [], []
+        checks = []
         for i, (sentence, bare) in enumerate(zip(sentences, plain)):
             numbers = cited_numbers(sentence, len(sources))
             if not numbers:
@@ -63,10 +71,10 @@ class CitationChecker:
                 if support[i, best] >= self.threshold:
                     numbers = [best + 1]
             score = max((support[i, n - 1] for n in numbers), default=0.0)
-            supported = bool(score >= self.threshold) and not ungrounded(bare, [sources[n - 1] for n in numbers])
-            fixed.append(attach_marker(bare, numbers))
+            cited = [sources[n - 1] for n in numbers]
+            supported = bool(score >= self.threshold) and not ungrounded(bare, cited) and not foreign_words(bare, cited)
             checks.append(SentenceCheck(bare, tuple(numbers), supported, round(float(score), 4)))
-        return " ".join(fixed), checks
+        return checks
 
     def _support(self, sentences: list[str], sources: list[Source]) -> np.ndarray:
         """For each answer sentence and source: the best cosine similarity to one of its sentences."""
@@ -98,6 +106,16 @@ def ungrounded(sentence: str, cited: list[Source]) -> list[str]:
     coined = [m.group(1) or m.group(2) for m in COINED.finditer(sentence)]
     missing += [term for term in coined if term.lower() not in lowered]
     return missing
+
+
+def foreign_words(sentence: str, cited: list[Source]) -> list[str]:
+    """The sentence's content words (stems) that the cited text lacks, when they are more than
+    `FOREIGN_SHARE` of its words: a sentence mostly in words its source doesn't use ("a type of dark mode
+    anomaly that occurs when the light-dark ratio is not calibrated") is the model's, however close its
+    embedding reads; a few new words (a paraphrase's verbs) are not."""
+    stems = content_stems(sentence)
+    foreign = sorted(stems - content_stems(" ".join(f"{source.title} {source.text}" for source in cited)))
+    return foreign if stems and len(foreign) > FOREIGN_SHARE * len(stems) else []
 
 
 def number_value(text: str) -> str:

@@ -1,23 +1,25 @@
 """The answer policy: from a question to a checked, cited `Answer`.
 
 the standalone question (a follow-up rewritten, rag/retrieval/followup.py) and its sources (the
-caller's retrieval) -> refusal, or evidence sentences -> the extractive answer, or the model's words checked against the
-sources (unsupported sentences removed; the extractive answer stands when the key facts are lost,
-or when the model fails and `llm.fallback` allows it).
+caller's retrieval) -> refusal, or evidence sentences -> the extractive answer, or the model's words checked
+sentence by sentence against the sources as they stream (unsupported sentences never shown; the best
+evidence sentence follows when the key facts are lost, the extractive answer when the model fails and
+`llm.fallback` allows it). What streams is the answer: nothing is swapped afterwards.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from rag.answering.acceptance import key_tokens, news, set_aside
-from rag.answering.citations import CitationChecker, kept_text, renumbered
-from rag.answering.evidence import EvidencePicker, evidence_sources, extractive_answer
+from rag.answering.acceptance import key_tokens, news, shortfall
+from rag.answering.citations import CitationChecker, kept_text
+from rag.answering.evidence import HOW_MUCH, EvidencePicker, evidence_sources, extractive_answer
 from rag.answering.providers import ExtractiveProvider, Provider
+from rag.answering.streaming import SentenceStream, quoted_checks, shown_text
 from rag.core.config import Settings
 from rag.core.errors import ModelError
 from rag.core.markup import plain_text
-from rag.core.types import Answer, Source
+from rag.core.types import Answer, SentenceCheck, Source
 from rag.retrieval.followup import Standalone
 from rag.retrieval.refusal import refusal, stands_in
 
@@ -38,7 +40,9 @@ class AnswerPipeline:
         self.provider = provider  # called when a model is needed: loading it is the caller's business
 
     def stream(self, standalone: Standalone, sources: list[Source], stamp: dict) -> Iterator[str | Answer]:
-        """Yield answer text in pieces as the model writes it, then the final, checked `Answer`.
+        """Yield the answer's checked sentences as they come, then the final `Answer`, whose text is
+        exactly what was yielded: a model's sentence only once a source it cites supports it, and the
+        abstract's best sentence after them when they leave out what it says (see streaming.py).
 
         `stamp`: the fields every Answer gets (the question as asked, filters, config...)."""
         asked = standalone.question
@@ -53,6 +57,8 @@ class AnswerPipeline:
             yield Answer(text=refusal_text(sources), sources=sources, refused=True, refusal_reason=reason, **stamp)
             return
         extractive = extractive_answer(asked, evidence, sources)
+        shown: list[SentenceCheck] = []  # what the stream has shown: the final answer's sentences
+        model_sentences = 0
         try:
             if standalone.model_failure:  # it just failed on the rewrite: don't wait for it a second time
                 raise ModelError(standalone.model_failure)
@@ -60,31 +66,52 @@ class AnswerPipeline:
             # The extractive provider's answer is the extractive one made above (its own stream would pick
             # the same evidence again, a sixth of an answer's time): checked, not weighed as a model's words.
             if isinstance(provider, ExtractiveProvider):
-                answer = self.checked(extractive, sources, answered_by="extractive", **stamp)
-                yield answer.text  # streamed in one piece, as every consumer of the stream expects some text
-                yield answer
+                yield from self.shown(quoted_checks(self.checker, extractive, sources, shown), shown)
+                yield self.final(shown, sources, stamp, answered_by="extractive")
                 return
-            pieces = []
+            sentences = SentenceStream(self.checker, sources, evidence)
             for piece in provider.stream(asked, evidence_sources(evidence, sources)):
-                pieces.append(piece)
-                yield piece
+                yield from self.shown(sentences.feed(piece), shown)
+            yield from self.shown(sentences.finish(), shown)
+            model_sentences = len(shown)
         except ModelError as err:
             if not self.config.llm.falls_back:
                 raise
-            yield self.checked(extractive, sources, answered_by="extractive", fallback=str(err), **stamp)
+            # What the model wrote before it failed was checked and stays; the quoted answer follows.
+            model_sentences = len(shown)
+            yield from self.shown(quoted_checks(self.checker, extractive, sources, shown), shown)
+            by = "model" if model_sentences else "extractive"
+            yield self.final(shown, sources, stamp, answered_by=by, fallback=str(err))
             return
-        text, checks = self.checker.check(renumbered("".join(pieces), evidence), sources)
         key, told = key_tokens(asked, evidence, sources), news(asked, evidence)
-        replaced = set_aside(checks, key, told, self.config.answer.keep_news)
-        if replaced:
-            yield self.checked(extractive, sources, answered_by="extractive", replaced=replaced, **stamp)
-            return
-        kept = [check for check in checks if check.supported]  # what its sources don't back is removed
-        yield Answer(text=kept_text(kept), sources=sources, checks=kept, answered_by="model", **stamp)
+        lacking = shortfall(shown, key, told, self.config.answer.keep_news, bool(HOW_MUCH.search(asked)))
+        if lacking:  # the abstract's best sentence follows what was shown (or, when nothing was, the quoted answer)
+            added = extractive_answer(asked, evidence[:1], sources) if shown else extractive
+            yield from self.shown(quoted_checks(self.checker, added, sources, shown), shown)
+        yield self.final(
+            shown,
+            sources,
+            stamp,
+            answered_by="model" if model_sentences else "extractive",
+            replaced=lacking.reason if lacking else None,
+            shortfall=lacking.words if lacking else None,
+        )
 
-    def checked(self, text: str, sources: list[Source], **fields) -> Answer:
-        text, checks = self.checker.check(text, sources)
-        return Answer(text=text, sources=sources, checks=checks, **fields)
+    @staticmethod
+    def shown(checks: list[SentenceCheck], shown: list[SentenceCheck]) -> Iterator[str]:
+        """Each checked sentence as a piece of the stream ("" before the first, " " before the others)."""
+        for check in checks:
+            yield (" " if shown else "") + shown_text(check)
+            shown.append(check)
+
+    @staticmethod
+    def final(shown: list[SentenceCheck], sources: list[Source], stamp: dict, **fields) -> Answer:
+        """The answer the stream showed: its text is the shown sentences, as they were streamed. When no
+        sentence could be shown (none is supported), a refusal."""
+        if not shown:
+            reason = "no sentence of the answer is supported by the abstract it cites"
+            return Answer(text=refusal_text(sources), sources=sources, refused=True, refusal_reason=reason, **stamp)
+        return Answer(text=kept_text(shown), sources=sources, checks=list(shown), **fields, **stamp)
 
 
 def refusal_text(sources: list[Source]) -> str:

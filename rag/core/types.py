@@ -167,7 +167,10 @@ class Answer:
     fallback: str | None = None  # why the model could not answer (it failed), when it couldn't
     # Who wrote `text`: "model", or "extractive" (the evidence sentences themselves); "" for a refusal.
     answered_by: str = ""
-    replaced: str | None = None  # why the model's checked answer was set aside for the extractive one
+    # Why the abstract's best sentence follows the model's sentences (or, with answered_by "extractive",
+    # stands for them): in the pipeline's terms ("the model's answer left out 71"), and in plain words.
+    replaced: str | None = None
+    shortfall: str | None = None
     refusal_reason: str | None = None  # a refusal's figures (evidence against threshold), for --json and details
     checks: list[SentenceCheck] = field(default_factory=list)
     standalone_question: str = ""
@@ -191,22 +194,27 @@ class Answer:
         return [self.sources[n - 1].paper_id for n in cited_numbers(self.text, len(self.sources))]
 
     def provenance(self, model: str = "") -> str | None:
-        """Who wrote the text, in words for the page and the CLI; None for a refusal or when unknown.
+        """Who wrote the text, in words for readers who don't know the pipeline (the page and the CLI);
+        None for a refusal or when unknown. `replaced` keeps the pipeline's own reason, for JSON.
 
         `model` names the model (e.g. 'llamacpp:SmolLM2-135M-Instruct') when it wrote the answer.
         """
         if self.refused:
             return None
+        by_model = f"Written by the language model{f' ({model})' if model else ''} and checked against the abstracts"
         if self.fallback:
-            return f"the model failed: {self.fallback}; extractive answer instead"
-        if self.replaced:
-            return f"extractive answer, because {self.replaced}"
+            if self.answered_by == "model":
+                return f"{by_model} until it failed ({self.fallback}); the rest is quoted from the abstracts."
+            return f"The language model failed ({self.fallback}); quoted from the abstracts."
         if self.answered_by == "model":
-            return f"answered by the model{f' ({model})' if model else ''}, checked against the abstracts"
+            if self.replaced:
+                lacking = self.shortfall or "the model's answer left out what the abstract says"
+                return f"{by_model}; {lacking}, so the abstract's sentence follows."
+            return f"{by_model}."
         if self.answered_by == "extractive":
-            return "extractive answer: sentences quoted from the abstracts"
+            return f"Quoted from the abstracts: {self.shortfall}." if self.shortfall else "Quoted from the abstracts."
         if self.answered_by in ("list", "compare"):
-            return "each line quotes the abstract it cites"
+            return "Each line quotes the abstract it cites."
         return None
 
     def to_dict(self) -> dict[str, Any]:
@@ -226,6 +234,7 @@ class Answer:
             "fallback": self.fallback,
             "answered_by": self.answered_by,
             "replaced": self.replaced,
+            "shortfall": self.shortfall,
             "refusal_reason": self.refusal_reason,
             "sources": [{"number": n, **source.to_payload()} for n, source in enumerate(self.sources, start=1)],
             "standalone_question": self.standalone_question,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rag.answering.acceptance import key_tokens, news, set_aside
-from rag.answering.citations import renumbered, ungrounded
+from rag.answering.citations import foreign_words, renumbered, ungrounded
 from rag.answering.evidence import (
     Evidence,
     EvidencePicker,
@@ -78,6 +78,13 @@ def test_a_term_the_sentence_coins_must_be_in_its_source():
     assert ungrounded('RxnFlow uses a formula called "Causalization" for docking.', [RXNFLOW]) == ["Causalization"]
     assert ungrounded("RxnFlow assembles building blocks with Causalization.", [RXNFLOW]) == ["Causalization"]
     assert ungrounded('RxnFlow uses "reaction templates" for drug discovery.', [RXNFLOW]) == []
+
+
+def test_a_sentence_mostly_in_words_its_source_lacks_is_not_supported():
+    made_up = "RxnFlow is a type of dark mode anomaly that occurs when the light-dark ratio is not calibrated."
+    assert len(foreign_words(made_up, [RXNFLOW])) > 5
+    assert foreign_words("RxnFlow uses 71 reaction templates and building blocks for drug design.", [RXNFLOW]) == []
+    assert foreign_words(made_up, []) != []  # nothing cited supports nothing
 
 
 def test_an_abstract_that_never_says_what_it_proposes_has_no_proposal_sentence():

@@ -34,7 +34,7 @@ from rag.index.embeddings import CachedEmbeddings
 from rag.ingest.papers import load_papers
 from rag.service import RagService
 
-R3D2 = "seed-cd32a690acef01bf"  # the Hanabi agent's abstract
+R3D2 = "pCj2sLNoJq"  # the Hanabi agent's abstract
 
 QUESTION = "How many reaction templates does RxnFlow use?"
 UNANSWERABLE = "What is the capital of Australia?"
@@ -63,22 +63,21 @@ def collect(stream) -> tuple[list[str], Answer]:
 
 def assert_streamed_and_checked(pieces: list[str], answer: Answer) -> None:
     """What the pipeline guarantees whatever a small model writes (not what it happens to write):
-    the answer streamed token by token, every sentence got a check, every marker points at a source,
-    and only a cited source counts as support. Then one of two things: the model's answer stands,
-    holding only its own words in supported sentences, or it was set aside, with the reason, for the
-    extractive answer."""
+    the answer streamed sentence by sentence, each sentence checked before it was shown and supported
+    by a source it cites, every marker pointing at a source, and what streamed is the answer. Then one
+    of three things: the model's answer stands; or the abstract's best sentence follows the model's
+    supported sentences, with the reason; or nothing the model wrote was supported and the extractive
+    answer stands, with the reason."""
     assert answer.fallback is None and not answer.refused, answer.fallback
-    assert len(pieces) > 3  # token by token, not one block at the end
+    assert "".join(pieces) == answer.text and len(pieces) == len(answer.checks)
     assert answer.checks and set(answer.cited) <= {s.paper_id for s in answer.sources}
     for check in answer.checks:
         assert all(1 <= n <= len(answer.sources) for n in check.cited)
-        assert check.cited or not check.supported
+        assert check.cited and check.supported
     if answer.answered_by == "model":
-        assert answer.replaced is None
-        assert words(answer.text) <= words("".join(pieces))
-        assert all(check.supported for check in answer.checks)
+        assert (answer.replaced is None) == (answer.shortfall is None)
     else:
-        assert answer.answered_by == "extractive" and answer.replaced, answer
+        assert answer.answered_by == "extractive" and answer.replaced and answer.shortfall, answer
 
 
 class Recording:
@@ -209,7 +208,7 @@ def test_a_rewrite_is_kept_only_when_it_is_a_usable_standalone_question(candidat
 
 
 @pytest.mark.slow
-def test_the_bundled_model_streams_token_pieces_into_a_cited_answer(local_llm):
+def test_the_bundled_model_streams_checked_sentences_into_a_cited_answer(local_llm):
     pieces, answer = collect(local_llm.stream_answer(QUESTION))
     assert_streamed_and_checked(pieces, answer)
 
@@ -297,24 +296,37 @@ def test_a_sentence_with_a_number_its_source_lacks_is_removed_from_the_model_ans
     assert [check.supported for check in answer.checks] == [True]
 
 
-def test_a_model_answer_without_the_asked_number_gives_way_to_the_evidence(seeded, embeddings, key, extractive_text):
+def test_a_model_answer_without_the_asked_number_is_followed_by_the_evidence(seeded, embeddings, key, extractive_text):
     scripted = chat("RxnFlow uses reaction templates to build molecules [1].")
     with scripted_server(scripted) as url:
-        answer = hosted(seeded, embeddings, url).answer(QUESTION)
-    assert answer.answered_by == "extractive" and "left out 71" in answer.replaced
-    assert answer.text == extractive_text and "71" in answer.text
+        pieces, answer = collect(hosted(seeded, embeddings, url).stream_answer(QUESTION))
+    assert answer.answered_by == "model" and "left out 71" in answer.replaced
+    assert answer.shortfall == "the model's answer left out the number asked for (71)"
+    # What was shown stays: the model's supported sentence, then the abstract's best sentence after it.
+    assert pieces[0] == "RxnFlow uses reaction templates to build molecules [1]."
+    assert "".join(pieces) == answer.text and len(pieces) == 2 and extractive_text.startswith(pieces[1].strip())
+    assert "71" in answer.text and "left out the number asked for (71)" in answer.provenance()
     # The model was given the evidence sentences, not whole passages.
     prompt = scripted.requests[-1].body["messages"][-1]["content"]
     assert "71 reaction templates" in prompt and "CrossDocked2020" not in prompt
 
 
-def test_a_model_answer_that_restates_the_question_gives_way_to_the_evidence(seeded, embeddings, key):
+def test_a_model_answer_that_restates_the_question_is_followed_by_the_evidence(seeded, embeddings, key):
     question = "What does RxnFlow assemble molecules from?"
     restated = "RxnFlow assembles molecules [1]."  # supported, and says nothing new
     with scripted_server(chat(restated)) as url:
-        answer = hosted(seeded, embeddings, url).answer(question)
-    assert answer.answered_by == "extractive" and "words the best sentence adds" in answer.replaced
-    assert answer.text != restated and "[1]" in answer.text
+        pieces, answer = collect(hosted(seeded, embeddings, url).stream_answer(question))
+    assert answer.answered_by == "model" and "words the best sentence adds" in answer.replaced
+    assert pieces[0] == restated and len(pieces) == 2 and "".join(pieces) == answer.text
+
+
+def test_an_unsupported_model_sentence_is_never_streamed(seeded, embeddings, key, extractive_text):
+    invented = "RxnFlow was trained on 12,345 proteins [1]. It uses 99 templates [1]."
+    with scripted_server(chat(invented)) as url:
+        pieces, answer = collect(hosted(seeded, embeddings, url).stream_answer(QUESTION))
+    assert "12,345" not in "".join(pieces) and "99" not in "".join(pieces)
+    assert answer.answered_by == "extractive" and answer.replaced and "".join(pieces) == answer.text == extractive_text
+    assert answer.provenance().startswith("Quoted from the abstracts: no sentence the model wrote was backed")
 
 
 # -- failures of the model, against real sockets -----------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import SEED_FILE, seed_abstracts, write_jsonl
+from conftest import SEED_FILE, SEED_TEXT, seed_abstracts, write_jsonl
 
 from rag.core.errors import InputError
 
@@ -68,10 +68,10 @@ def test_prune_removes_papers_missing_from_the_inputs(make_service, tmp_path):
 
 def test_an_edited_seed_abstract_is_a_new_paper_and_prune_drops_the_old_one(make_service, tmp_path):
     service = make_service()
-    service.ingest([SEED_FILE])
+    service.ingest([SEED_TEXT])
     edited = tmp_path / "seeds.txt"
     edited.write_text(
-        SEED_FILE.read_text(encoding="utf-8").replace("Jump Your Steps", "Jump Our Steps"), encoding="utf-8"
+        SEED_TEXT.read_text(encoding="utf-8").replace("Jump Your Steps", "Jump Our Steps"), encoding="utf-8"
     )
     report = service.ingest([edited])
     assert (report.added, report.unchanged, report.papers) == (1, 18, 20)
@@ -89,12 +89,12 @@ def test_the_same_abstract_from_two_files_is_one_paper_under_its_real_id(make_se
             for i, text in enumerate(abstracts)
         ],
     )
-    service.ingest([SEED_FILE])
+    service.ingest([SEED_TEXT])
     chunks = service.index.chunk_count()
     report = service.ingest([listed])
     assert (report.added, report.papers, report.chunks) == (19, 19, chunks)
     assert all(pid.startswith("real") for pid in service.index.all_paper_ids())
-    again = service.ingest([SEED_FILE, listed])
+    again = service.ingest([SEED_TEXT, listed])
     assert (again.added, again.updated, again.papers, again.chunks) == (0, 0, 19, chunks)
     assert service.retrieve("Hanabi card game partners", k=1)[0].title.startswith("Paper")
 

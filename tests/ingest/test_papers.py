@@ -5,26 +5,33 @@ from __future__ import annotations
 import gzip
 
 import pytest
-from conftest import SEED_FILE, seed_abstracts, write_jsonl
+from conftest import SEED_FILE, SEED_TEXT, seed_abstracts, write_jsonl
 
 from rag.core.errors import InputError
 from rag.ingest.papers import load_papers
 
 
-def test_seed_file_gives_19_papers_with_content_ids_and_labels():
-    papers = list(load_papers([SEED_FILE]))
+def test_seed_text_gives_19_papers_with_content_ids_and_labels():
+    papers = list(load_papers([SEED_TEXT]))
     assert len(papers) == 19
     assert len({paper.paper_id for paper in papers}) == 19
     assert all(paper.paper_id.startswith("seed-") for paper in papers)
     assert papers[1].title.startswith("We present _Jump Your Steps_ (JYS)")  # a readable label
-    assert papers[0].source == str(SEED_FILE)
+    assert papers[0].source == str(SEED_TEXT)
+
+
+def test_the_shipped_seeds_are_the_same_19_abstracts_with_their_titles_and_authors():
+    papers = list(load_papers([SEED_FILE]))
+    assert [paper.abstract for paper in papers] == [paper.abstract for paper in load_papers([SEED_TEXT])]
+    assert all(paper.has_own_id and paper.title and paper.authors and paper.url for paper in papers)
+    assert papers[4].title == "Generative Flows on Synthetic Pathway for Drug Design" and papers[4].paper_id == "pB1XSj2y4X"
 
 
 def test_editing_one_seed_abstract_changes_only_its_id(tmp_path):
-    text = SEED_FILE.read_text(encoding="utf-8")
+    text = SEED_TEXT.read_text(encoding="utf-8")
     edited = tmp_path / "edited.txt"
     edited.write_text(text.replace("Jump Your Steps", "Jump Our Steps"), encoding="utf-8")
-    before = [paper.paper_id for paper in load_papers([SEED_FILE])]
+    before = [paper.paper_id for paper in load_papers([SEED_TEXT])]
     after = [paper.paper_id for paper in load_papers([edited])]
     changed = [i for i, (a, b) in enumerate(zip(before, after)) if a != b]
     assert changed == [1]
@@ -34,7 +41,7 @@ def test_whitespace_does_not_change_a_seed_id(tmp_path):
     loose = tmp_path / "loose.txt"
     abstract = seed_abstracts()[0]
     loose.write_text("Title\n\n" + abstract.replace(". ", ".  \n", 3) + "\n", encoding="utf-8")
-    [original] = [p for p in load_papers([SEED_FILE]) if p.abstract == abstract]
+    [original] = [p for p in load_papers([SEED_TEXT]) if p.abstract == abstract]
     [reloaded] = list(load_papers([loose]))
     assert reloaded.paper_id == original.paper_id
 

@@ -33,7 +33,8 @@ def test_ask_on_a_fresh_index_ingests_the_seeds_and_cites_rxnflow(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "[1]" in result.stdout
     first_source = result.stdout.split(SOURCES)[1].splitlines()[0]
-    assert first_source.startswith("*[1] We propose RxnFlow") and first_source.endswith("relevance 100%")
+    assert first_source.startswith("*[1] Generative Flows on Synthetic Pathway for Drug Design (pB1XSj2y4X)")
+    assert first_source.endswith("relevance 100%")  # the seeds cite real titles, not a cut-off first sentence
     again = rag("ingest", index=tmp_path / "i")
     assert again.returncode == 0
     assert again.stdout.startswith("0 added, 0 updated, 19 unchanged")
@@ -93,7 +94,7 @@ def test_ask_export_prints_only_the_cited_papers(seeded_index):
     library = bibtexparser.parse_string(result.stdout)  # stdout is the BibTeX and nothing else
     assert library.failed_blocks == [] and len(library.entries) == len(cited) >= 1
     assert [entry.key for entry in library.entries] == [f"iclr2025_{paper_id}" for paper_id in cited]
-    assert "RxnFlow" in library.entries[0]["title"] and library.entries[0]["year"] == "2025"
+    assert "Synthetic Pathway for Drug Design" in library.entries[0]["title"] and library.entries[0]["year"] == "2025"
     assert result.stderr.strip() == f"exported {len(cited)} paper{'s' if len(cited) > 1 else ''} as bib"
     refused = rag("ask", "What is the capital of Australia?", "--export", "csv", index=seeded_index)
     header = "paper_id,title,authors,status,primary_area,url,cited_as"
@@ -122,8 +123,8 @@ def test_chat_holds_a_conversation_typed_at_a_terminal_and_ends_at_ctrl_d(seeded
     _, first, follow_up, bad = shown.split("> ")[:4]
     assert first.startswith(typed[0]) and "R3D2" in first and SOURCES in first
     assert "Hanabi benchmark" in follow_up.split("\n")[1]  # the new fact, from the paper just discussed
-    assert "(a follow-up on [1] “We introduce Recurrent Replay" in follow_up
-    assert "asked as: What benchmark did they use?" in follow_up and "seed-cd32a690acef01bf" in follow_up
+    assert "(a follow-up on [1] “A Generalist Hanabi Agent”" in follow_up
+    assert "asked as: What benchmark did they use?" in follow_up and "pCj2sLNoJq" in follow_up
     assert "error: the question is 3,000 characters long" in bad  # named, and the conversation goes on
     assert shown.endswith("> ^C\n> \n")  # Ctrl-C: the line dropped, asked again; Ctrl-D: a newline, then the shell's
 

@@ -66,7 +66,7 @@ def test_filters_from_the_constructor_or_the_call(seeded, make_service, tmp_path
     assert len(any_status.invoke("diffusion protein folding")) == 9
     spotlight = any_status.invoke("diffusion protein folding", filters=Filters(status=("Spotlight",)))
     assert sorted(d.metadata["status"] for d in spotlight) == ["Spotlight"] * 3
-    assert PaperRetriever(service=seeded, filters={"status": ["Oral"]}).invoke(RXNFLOW) == []  # seeds have none
+    assert PaperRetriever(service=seeded, filters={"status": ["Oral"]}).invoke(RXNFLOW) == []  # no seed is an oral
 
 
 def test_bad_input_raises_the_usual_exceptions(seeded):

@@ -93,7 +93,7 @@ def test_search_papers_gives_what_rag_retrieves(calls, seeded):
     assert [p["paper_id"] for p in papers] == [s.paper_id for s in expected]
     assert papers[0]["passage"] == expected[0].text and papers[0]["uri"] == f"paper://{expected[0].paper_id}"
     assert json.loads(result.content[0].text) == result.structured_content  # text for clients without structure
-    assert calls["oral"].structured_content == {"papers": []}  # the seeds have no status
+    assert calls["oral"].structured_content == {"papers": []}  # no seed is an oral
 
 
 def test_ask_gives_the_cited_answer_rag_gives(calls, seeded):

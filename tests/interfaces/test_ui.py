@@ -134,8 +134,8 @@ def test_a_fallback_answer_is_marked_with_the_reason(seeded, embeddings):
     answer = answers[-1]
     assert answer.fallback and answer.cited
     label = re.search(r'<p class="rag-by rag-by-fallback">(.*?)</p>', chat[-1]["content"]).group(1)
-    assert label.startswith("the model failed: ") and "cannot connect to the model server" in label
-    assert label.endswith("; extractive answer instead")
+    assert label.startswith("The language model failed (") and "cannot connect to the model server" in label
+    assert label.endswith("); quoted from the abstracts.")
 
 
 def test_the_header_names_the_model_and_the_index_size(seeded, embeddings, tmp_path):
@@ -238,8 +238,9 @@ def test_the_app_exposes_ask_and_sizes_its_queue_from_config(make_service):
     answering = [fn for fn in demo.fns.values() if fn.concurrency_id == "answer"]
     # (the question box and Ask, an example, dropping an understood filter, and /ask)
     assert len(answering) == 4 and {fn.api_name for fn in answering} >= {"ask"}
-    # Seeds have no status or area, so the filters stay hidden.
-    assert service.filter_choices() == {"status": [], "primary_area": []}
+    # The seeds carry their status and area (records of the ICLR 2025 list), so the filters offer them.
+    choices = service.filter_choices()
+    assert choices["status"] == ["Poster", "Spotlight"] and "generative models" in choices["primary_area"]
 
 
 @pytest.mark.parametrize(
@@ -296,15 +297,24 @@ def sample_answer(**fields) -> Answer:
 @pytest.mark.parametrize(
     "fields, label",
     [
-        ({"answered_by": "model"}, "answered by the model, checked against the abstracts"),
-        ({"answered_by": "extractive"}, "extractive answer: sentences quoted from the abstracts"),
+        ({"answered_by": "model"}, "Written by the language model and checked against the abstracts."),
+        ({"answered_by": "extractive"}, "Quoted from the abstracts."),
         (
-            {"answered_by": "extractive", "replaced": "it cited <b>nothing</b>"},
-            "extractive answer, because it cited &lt;b&gt;nothing&lt;/b&gt;",
+            {
+                "answered_by": "model",
+                "replaced": "the model's answer left out 71",
+                "shortfall": "the model's answer left out the number asked for (71)",
+            },
+            "Written by the language model and checked against the abstracts; the model&#x27;s answer left out "
+            "the number asked for (71), so the abstract&#x27;s sentence follows.",
+        ),
+        (
+            {"answered_by": "extractive", "replaced": "none supported", "shortfall": "it cited <b>nothing</b>"},
+            "Quoted from the abstracts: it cited &lt;b&gt;nothing&lt;/b&gt;.",
         ),
         (
             {"answered_by": "extractive", "fallback": "timed out"},
-            "the model failed: timed out; extractive answer instead",
+            "The language model failed (timed out); quoted from the abstracts.",
         ),
         ({"answered_by": ""}, None),
     ],
@@ -363,7 +373,9 @@ def test_the_api_answer_carries_the_papers_as_bibtex_when_asked(seeded):
     payload = handlers.ask(RXNFLOW, export="bib")
     entries = bibtexparser.parse_string(payload["export"]).entries
     assert [entry.key for entry in entries] == [f"iclr2025_{paper_id}" for paper_id in payload["cited"]]
-    assert "RxnFlow" in entries[0]["title"]
+    # The seed papers carry their real titles and authors (the list's alphabetical order).
+    assert entries[0]["title"] == "Generative Flows on Synthetic Pathway for Drug Design"
+    assert "Jinkyoo Park" in entries[0]["author"]
     assert "export" not in handlers.ask(RXNFLOW)  # only when asked: payloads stay small
     with pytest.raises(gr.Error, match="/ask export: Input should be 'bib', 'csv' or 'md'"):
         handlers.ask(RXNFLOW, export="pdf")

@@ -1,0 +1,43 @@
+"""SentenceStream: a model's text in, token-sized pieces at a time; out, each complete sentence its cited
+source supports, renumbered to the full source list. Real seed index, real embedding model."""
+
+from __future__ import annotations
+
+from rag.answering.streaming import SentenceStream, shown_text
+
+QUESTION = "How many reaction templates does RxnFlow use?"
+
+
+def fed(seeded, text: str, size: int = 3) -> tuple[list[list[str]], list[str], SentenceStream]:
+    """What each piece of `text` (cut every `size` characters) let out, what the end let out, and the stream."""
+    sources = seeded.retrieve(QUESTION)
+    stream = SentenceStream(seeded.checker, sources, seeded.picker.pick(QUESTION, sources))
+    out = [[shown_text(check) for check in stream.feed(text[i : i + size])] for i in range(0, len(text), size)]
+    return out, [shown_text(check) for check in stream.finish()], stream
+
+
+def test_a_sentence_comes_out_once_the_next_one_begins_and_the_last_at_the_end(seeded):
+    text = "RxnFlow uses 71 reaction templates [1]. RxnFlow assembles molecules from building blocks [1]."
+    out, end, _ = fed(seeded, text)
+    shown = [sentence for piece in out for sentence in piece]
+    assert shown == ["RxnFlow uses 71 reaction templates [1]."]
+    assert out[-1] == [] and len([piece for piece in out if piece]) == 1  # not before the next sentence began
+    assert end == ["RxnFlow assembles molecules from building blocks [1]."]
+
+
+def test_unsupported_repeated_and_unfinished_sentences_never_come_out(seeded):
+    text = (
+        "RxnFlow uses 71 reaction templates [1]. It was trained on 12,345 proteins [1]. "
+        "RxnFlow uses 71 reaction templates [1]. And then the model stops mid"
+    )
+    out, end, stream = fed(seeded, text, size=5)
+    assert [sentence for piece in out for sentence in piece] + end == ["RxnFlow uses 71 reaction templates [1]."]
+    assert [check.supported for check in stream.checks] == [True, False]  # the repeat is not checked again
+
+
+def test_markers_are_renumbered_to_the_full_source_list(seeded):
+    sources = seeded.retrieve(QUESTION)
+    evidence = seeded.picker.pick(QUESTION, sources)
+    stream = SentenceStream(seeded.checker, sources, evidence)
+    [check] = stream.feed("RxnFlow uses 71 reaction templates [1].") + stream.finish()
+    assert check.cited == (evidence[0].number,) and check.supported
