@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from rag.core.filters import Filters, FilterSpec
     from rag.core.types import Answer, Source
     from rag.langchain import AnswerChain, PaperRetriever
+    from rag.retrieval.focus import History
     from rag.service import RagService
 
 # No public name here may equal a submodule's: importing `rag.service` binds `rag.service` to the module.
@@ -61,18 +62,22 @@ def get_service(config: str | Settings | None = None) -> RagService:
 def answer(
     question: str,
     config: str | Settings | None = None,
-    history: list[tuple[str, str]] | None = None,
+    history: History | None = None,
     k: int | None = None,
     filters: Filters | None = None,
 ) -> Answer:
-    """A cited answer: `text` with `[n]` markers that refer to `sources[n - 1]`."""
+    """A cited answer: `text` with `[n]` markers that refer to `sources[n - 1]`.
+
+    `history`: the conversation so far, oldest first, as (question, answer text) pairs or `Turn`s
+    (rag.retrieval.focus); a follow-up that refers back is answered from the papers the last answer cited.
+    """
     return get_service(config).answer(question, history=history, k=k, filters=filters)
 
 
 def stream_answer(
     question: str,
     config: str | Settings | None = None,
-    history: list[tuple[str, str]] | None = None,
+    history: History | None = None,
     k: int | None = None,
     filters: Filters | None = None,
 ) -> Iterator[str | Answer]:

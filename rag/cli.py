@@ -1,4 +1,4 @@
-"""The `rag` command: ingest, ask, stats, eval, ui, serve, mcp, fetch; its options (what each command
+"""The `rag` command: ingest, ask, chat, stats, eval, ui, serve, mcp, fetch; its options (what each command
 does is in rag/commands.py).
 
 Only argparse is imported up front, so `rag --help` is instant. Errors meant for the user
@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from rag.commands import run_ask, run_eval, run_fetch, run_ingest, run_mcp, run_serve, run_stats, run_ui
+from rag.commands import run_ask, run_chat, run_eval, run_fetch, run_ingest, run_mcp, run_serve, run_stats, run_ui
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.set_defaults(run=run_ingest)
 
     add_ask_parser(commands)
+    add_chat_parser(commands)
 
     stats = commands.add_parser("stats", help="what the index holds")
     add_common_options(stats)
@@ -82,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
 def add_ask_parser(commands) -> None:
     ask = commands.add_parser("ask", help="answer a question with cited sources")
     ask.add_argument("question")
-    ask.add_argument("-k", type=papers_k, default=None, help="papers to retrieve (default and bounds: retrieval.k)")
+    add_asking_options(ask)
     output = ask.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the answer as JSON")
     output.add_argument(
@@ -90,16 +91,28 @@ def add_ask_parser(commands) -> None:
         choices=("bib", "csv", "md"),
         help="print only the cited (or listed) papers as BibTeX, CSV or Markdown, e.g. > refs.bib",
     )
-    ask.add_argument(
+    ask.set_defaults(run=run_ask)
+
+
+def add_chat_parser(commands) -> None:
+    chat = commands.add_parser("chat", help="a conversation in the terminal: follow-ups see the answers before them")
+    chat.add_argument("questions", nargs="?", help="a file of questions, one a line, asked in turn (default: typed)")
+    add_asking_options(chat)
+    chat.set_defaults(run=run_chat)
+
+
+def add_asking_options(parser: argparse.ArgumentParser) -> None:
+    """What `rag ask` and `rag chat` take: -k, --no-understand, the filters, --config and --index."""
+    parser.add_argument("-k", type=papers_k, default=None, help="papers to retrieve (default and bounds: retrieval.k)")
+    parser.add_argument(
         "--no-understand",
         dest="understand",
         action="store_false",
         default=None,
         help="take the question literally: no filters or list/count/compare read from its words",
     )
-    add_filter_options(ask)
-    add_common_options(ask)
-    ask.set_defaults(run=run_ask)
+    add_filter_options(parser)
+    add_common_options(parser)
 
 
 def add_eval_parser(commands) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
 
 
 def filters_from(args: argparse.Namespace):
@@ -81,8 +82,7 @@ def run_ask(args: argparse.Namespace) -> int:
     answer is ready; piped or with --json, only the final answer is printed. With --export, stdout
     holds the export alone (so `> refs.bib` is a clean file) and one line on stderr says what it holds.
     """
-    from rag.core.markup import plain_text
-    from rag.core.types import Answer, by_relevance
+    from rag.core.types import Answer
 
     service = service_from(args)
     draft = TerminalDraft(sys.stdout) if sys.stdout.isatty() and not (args.json or args.export) else None
@@ -102,7 +102,26 @@ def run_ask(args: argparse.Namespace) -> int:
         return 0
     if args.export:
         return print_export(final, args.export)
+    print_answer(final, service)
+    return 0
+
+
+def print_answer(final, service) -> None:
+    """The checked answer as `rag ask` and `rag chat` print it: its text, what it was asked as and the papers
+    a follow-up was held to, who wrote it, and the sources best first. Plain lines, for any screen reader."""
+    from rag.core.markup import plain_text
+    from rag.core.types import by_relevance
+
     print(plain_text(final.text))
+    if final.focus:
+        papers = [
+            f"[{number}] “{plain_text(source.title)}”"
+            for number, source in enumerate(final.sources, start=1)
+            if source.paper_id in final.focus
+        ]
+        print(f"(a follow-up on {', '.join(papers)}, asked as: {final.standalone_question})")
+    elif final.standalone_question and final.standalone_question != final.question:
+        print(f"(asked as: {final.standalone_question})")
     if final.line and not final.refused:
         print(f"({final.line})")
     if final.understood:
@@ -110,14 +129,73 @@ def run_ask(args: argparse.Namespace) -> int:
     if final.refused:
         if final.refusal_reason:
             print(f"(not answered: {final.refusal_reason})")
-        return 0  # the text names the closest papers
+        return  # the text names the closest papers
     if note := final.provenance(service.model_label() if final.answered_by == "model" else ""):
         print(f"({note})")
     print("\nSources, best match first (* cited):")
     for number, source in by_relevance(final.sources):
         mark = "*" if source.paper_id in final.cited else " "
         print(f"{mark}[{number}] {plain_text(source.title)} ({source.paper_id}), relevance {source.relevance:.0%}")
+
+
+def run_chat(args: argparse.Namespace) -> int:
+    """A conversation: questions read line by line after a "> " prompt, each answered as `rag ask` answers
+    it, with the conversation so far (and the papers its last answer cited) as its history. Ctrl-D (end of
+    input) ends it; Ctrl-C drops the line being typed, or stops the answer being made, and asks again.
+    Plain text only, no cursor movement: a screen reader reads it line by line."""
+    from rag.core.errors import InputError
+    from rag.retrieval.focus import Turn
+
+    service = service_from(args)
+    filters = filters_from(args)
+    if not args.questions:
+        print("Ask about the indexed abstracts; a follow-up may say \"it\" or \"they\". Ctrl-D ends.", flush=True)
+    history: list[Turn] = []
+    for line in typed_questions() if not args.questions else filed_questions(args.questions):
+        if not line.strip():
+            continue
+        try:
+            final = service.answer(line, history=history, k=args.k, filters=filters, understand=args.understand)
+        except InputError as err:  # one unusable question is named; the conversation goes on
+            print(f"error: {err}", flush=True)
+            continue
+        except KeyboardInterrupt:
+            print("(stopped; not part of the conversation)", flush=True)
+            continue
+        print_answer(final, service)
+        print(flush=True)
+        history.append(Turn.of(final))
     return 0
+
+
+def typed_questions() -> Iterator[str]:
+    """Lines typed after a "> " prompt, until Ctrl-D (end of input), which ends with a newline so the
+    shell's prompt starts on a line of its own. No readline: nothing but plain text reaches the terminal."""
+    while True:
+        try:
+            yield input("> ")
+        except EOFError:
+            print()
+            return
+        except KeyboardInterrupt:  # the line typed so far is dropped, as at a shell's prompt
+            print()
+
+
+def filed_questions(path: str) -> Iterator[str]:
+    """The lines of a questions file, each shown after the prompt as if typed, so the output reads as a
+    conversation."""
+    from pathlib import Path
+
+    from rag.core.errors import InputError
+
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"cannot read questions from {path}: {err}") from None
+    for line in lines:
+        if line.strip():
+            print(f"> {line}", flush=True)
+            yield line
 
 
 def print_export(answer, fmt: str) -> int:

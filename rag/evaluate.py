@@ -41,6 +41,9 @@ class Question:
     kind: str = ""
     facts: tuple[str, ...] = ()  # what a correct answer must say
     asks: tuple[tuple[str, ...], ...] = ()  # the facts grouped by the part of the question that asks for them
+    # A conversation's earlier questions, oldest first: each is answered in turn, and `question` is
+    # asked as the follow-up with those answers as its history (tests/eval/conversation_questions.jsonl).
+    history: tuple[str, ...] = ()
 
     @property
     def fact_groups(self) -> tuple[tuple[str, ...], ...]:
@@ -69,6 +72,12 @@ class System(Protocol):
     name: str
 
     def search(self, question: str, k: int) -> Outcome: ...
+
+
+class Conversing(System, Protocol):
+    """A system that can also answer a follow-up, after answering the conversation's earlier questions."""
+
+    def converse(self, history: Sequence[str], question: str, k: int) -> Outcome: ...
 
 
 @dataclass
@@ -138,6 +147,9 @@ class Report:
             if any(row.cited is not None for row in self.rows)
             else None,
             "answers_with_citations": len(answered),
+            "cited_first_gold": _mean([bool(row.cited) and row.cited[0] in row.gold for row in texts])
+            if texts
+            else None,
             "fact_recall": _mean([not row.refused and not row.missing_facts for row in with_facts])
             if with_facts
             else None,
@@ -214,6 +226,7 @@ def load_questions(path: str | Path, split: str = "all") -> list[Question]:
                 raw.get("kind", ""),
                 tuple(raw.get("facts") or ()),
                 tuple(tuple(facts) for facts in raw.get("asks") or ()),
+                tuple(str(earlier) for earlier in raw.get("history") or ()),
             )
         except (ValueError, KeyError, TypeError) as err:
             raise InputError(f"{path}:{number}: not a question line ({type(err).__name__}: {err})") from None
@@ -238,7 +251,12 @@ def evaluate(
     report = Report(system.name, label, split, k)
     for question in questions:
         started = time.perf_counter()
-        outcome = system.search(question.question, k)
+        if question.history:
+            if not hasattr(system, "converse"):
+                raise InputError(f"{system.name} can't hold a conversation; {label or 'the set'} has follow-ups")
+            outcome = system.converse(question.history, question.question, k)
+        else:
+            outcome = system.search(question.question, k)
         elapsed = (time.perf_counter() - started) * 1000 - (outcome.answer_ms or 0.0)
         report.rows.append(
             Row(
@@ -286,6 +304,20 @@ class ServiceSystem:
         checked = tuple(check.supported for check in answer.checks)
         return Outcome(ranked, answer.refused, answer.cited, elapsed, answer.text, checked, answer.answered_by)
 
+    def converse(self, history: Sequence[str], question: str, k: int) -> Outcome:
+        """The follow-up `question` answered after each of `history`, whose answers are its history as
+        text, as a chat client sends it (the papers in focus are the service's to recover); always
+        answered, since the follow-up rests on the answers before it."""
+        turns: list[tuple[str, str]] = []
+        for earlier in history:
+            turns.append((earlier, self.service.answer(earlier, history=list(turns), k=k).text))
+        started = time.perf_counter()
+        answer = self.service.answer(question, history=turns, k=k)
+        elapsed = round((time.perf_counter() - started) * 1000, 1)
+        checked = tuple(check.supported for check in answer.checks)
+        ranked = [source.paper_id for source in answer.sources]
+        return Outcome(ranked, answer.refused, answer.cited, elapsed, answer.text, checked, answer.answered_by)
+
     def missing(self, questions: Iterable[Question]) -> list[str]:
         """Gold papers the index does not hold: an index without them can't be measured."""
         self.service.ensure_index()
@@ -308,6 +340,7 @@ def metrics_table(reports: list[Report]) -> str:
         ("ask recall", "ask_recall", "{:.3f}"),
         ("every ask answered", "every_ask_answered", "{:.3f}"),
         ("citation precision", "citation_precision", "{:.3f}"),
+        ("right paper cited first", "cited_first_gold", "{:.3f}"),
         ("supported sentences", "supported_sentences", "{:.3f}"),
         ("answered by the model", "answered_by_model", "{:.3f}"),
         ("retrieval ms p50", "retrieval_ms_p50", "{:.1f}"),

@@ -45,7 +45,8 @@ from rag.index.store import PaperIndex, open_client
 from rag.ingest.chunking import Chunker
 from rag.ingest.papers import load_papers
 from rag.ingest.pipeline import IngestReport, ingest_papers
-from rag.retrieval.followup import Standalone, checked_standalone
+from rag.retrieval.conversation import Conversation
+from rag.retrieval.focus import History
 from rag.retrieval.search import Retriever
 from rag.retrieval.understand import Understood
 from rag.retrieval.understand import understand as understand_question
@@ -309,7 +310,7 @@ class RagService:
     def stream_answer(
         self,
         question: str,
-        history: list[tuple[str, str]] | None = None,
+        history: History | None = None,
         k: int | None = None,
         filters: Filters | None = None,
         understand: bool | None = None,
@@ -317,12 +318,13 @@ class RagService:
     ) -> Iterator[str | Answer]:
         """Yield answer text in pieces as the model writes it, then the final, checked `Answer`.
 
+        `history`: the conversation so far, oldest first, as `Turn`s or (question, answer) pairs.
         The question's kind (lookup, list, count, compare) and the filters it states in words are read
         from it (`understand`, default `questions.understand`); `filters` given here win over those,
         and understood filters on a field named in `dropped` are not applied.
         """
         question = self.clean_question(question)
-        standalone = self.standalone(question, history or [])
+        standalone = self.conversation.standalone(question, history or [])
         read = self.config.questions.understand if understand is None else understand
         asked = standalone.question
         understood = self.understand(asked) if read else Understood(asked, asked)
@@ -334,14 +336,16 @@ class RagService:
             "config": self.config.name,
             "filters": applied.to_json(),
             "understood": understood.in_use(explicit, dropped).labels(),
+            "focus": list(standalone.focus),
         }
-        answer = many_papers_answer(understood, applied, self._search, self.config, **stamp)
+        lookup = bool(standalone.focus)  # a follow-up held to the papers in focus is a lookup of them
+        answer = None if lookup else many_papers_answer(understood, applied, self._search, self.config, **stamp)
         if answer is None:  # a lookup: the answer pipeline's, over what retrieval finds
-            sources = self._search(understood.text, k, applied)
-            yield from self.pipeline.stream(replace(standalone, question=understood.text), sources, stamp)
-            return
-        yield answer.text  # no model: the whole text at once, then the answer
-        yield answer
+            sources = self._search(understood.text, k, standalone.held(applied))
+            pieces = self.pipeline.stream(replace(standalone, question=understood.text), sources, stamp)
+        else:
+            pieces = iter((answer.text, answer))  # no model: the whole text at once, then the answer
+        yield from self.conversation.remembering(pieces)  # the papers it cites: the focus it leaves
 
     def understand(self, question: str) -> Understood:
         """The question's kind and the filters its words state, an author's name only if some stored
@@ -356,21 +360,22 @@ class RagService:
 
     def find_sources(self, inputs: dict) -> dict:
         """{question, history, k, filters} -> the same plus `standalone` (the question made
-        self-contained, a `Standalone`) and `sources` (what retrieval found for it)."""
-        standalone = self.standalone(self.clean_question(inputs["question"]), inputs.get("history") or [])
-        return inputs | {
-            "standalone": standalone,
-            "sources": self._search(standalone.question, inputs.get("k"), inputs.get("filters")),
-        }
+        self-contained, a `Standalone`) and `sources` (what retrieval found for it, held to the papers in
+        focus for a follow-up that refers back to them)."""
+        standalone = self.conversation.standalone(self.clean_question(inputs["question"]), inputs.get("history") or [])
+        held = standalone.held(inputs.get("filters") or Filters())
+        return inputs | {"standalone": standalone, "sources": self._search(standalone.question, inputs.get("k"), held)}
 
     def clean_question(self, question: str, what: str = "the question") -> str:
         """The question without control characters; an empty, over-long or garbled question is an
         InputError naming the text as `what` (rag/core/text.py). Done once, where a question comes in."""
         return clean_question(question, self.config.answer.max_question_chars, what)
 
-    def standalone(self, question: str, history: list[tuple[str, str]]) -> Standalone:
-        """The (clean) question made self-contained with the history, each text of which is checked first."""
-        return checked_standalone(question, history, lambda: self.provider, self.clean_question)
+    @cached_property
+    def conversation(self) -> Conversation:
+        """Follow-ups made self-contained: held to the papers in focus, or rewritten (rag/retrieval/conversation.py)."""
+        reads = lambda: self.config.questions.understand  # noqa: E731 - the config may change when the index opens
+        return Conversation(self._search, self.understand, self.clean_question, lambda: self.provider, reads)
 
 
 _SERVICES_KEPT = 4

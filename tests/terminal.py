@@ -6,19 +6,54 @@ import os
 import pty
 
 
+def started_on_terminal(argv: list[str], environment: dict[str, str]) -> tuple[int, int]:
+    """The command started with a pseudo-terminal as its stdin, stdout and stderr: its process id, and
+    the terminal's other end (what it writes is read there; what is written there, it reads)."""
+    process_id, terminal = pty.fork()
+    if process_id == 0:  # the child: the command, on the terminal
+        os.execve(argv[0], argv, environment)
+    return process_id, terminal
+
+
 def run_on_terminal(argv: list[str], environment: dict[str, str]) -> tuple[list[str], int]:
     """The chunks the terminal received, in order, and the command's exit status."""
-    process_id, terminal = pty.fork()
-    if process_id == 0:  # the child: the command, its stdout the terminal
-        os.execve(argv[0], argv, environment)
+    process_id, terminal = started_on_terminal(argv, environment)
     chunks = []
-    while True:
-        try:
-            chunk = os.read(terminal, 4096)
-        except OSError:  # the child exited and closed the terminal
-            break
-        if not chunk:
-            break
-        chunks.append(chunk.decode(errors="replace").replace("\r\n", "\n"))
+    while (chunk := received(terminal)) is not None:
+        chunks.append(chunk)
     _, status = os.waitpid(process_id, 0)
     return chunks, os.waitstatus_to_exitcode(status)
+
+
+def received(terminal: int) -> str | None:
+    """What the terminal received next (newlines as "\n"), or None once the command has exited."""
+    try:
+        chunk = os.read(terminal, 4096)
+    except OSError:  # the child exited and closed the terminal
+        return None
+    return chunk.decode(errors="replace").replace("\r\n", "\n") if chunk else None
+
+
+def converse_on_terminal(
+    argv: list[str], environment: dict[str, str], lines: list[str], prompt: str = "> ", timeout: float = 300
+) -> tuple[str, int]:
+    """Type each line at the command's prompt, as a person would (waiting for the prompt before typing),
+    then Ctrl-D; what the terminal showed (the typed lines echoed, as on a screen) and the exit status."""
+    import select
+    import time
+
+    process_id, terminal = started_on_terminal(argv, environment)
+    shown, to_type, deadline = "", [*lines, "\x04"], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([terminal], [], [], 1.0)
+        if ready:
+            if (chunk := received(terminal)) is None:
+                break
+            shown += chunk
+        if to_type and shown.endswith(prompt):
+            typed = to_type.pop(0)
+            os.write(terminal, (typed if typed in ("\x03", "\x04") else typed + "\n").encode())  # Ctrl-C, Ctrl-D
+    else:
+        os.kill(process_id, 9)
+    _, status = os.waitpid(process_id, 0)
+    return shown, os.waitstatus_to_exitcode(status)

@@ -101,8 +101,8 @@ def test_users_asking_at_once_each_get_their_own_cited_answer(seed_index, embedd
     assert answering.most == 2  # ui.concurrency_limit answers at once, the rest wait in Gradio's queue
     for result in results:
         if result.turn.follow_up:  # resolved from this user's own history, not another's
-            own = plans[result.turn.client][0].question
-            assert result.payload["standalone_question"] == f"{own} {result.turn.question}"
+            own = plans[result.turn.client][0].expected.gold
+            assert result.payload["focus"] == [own]
 
 
 class Concurrency:

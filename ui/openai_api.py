@@ -87,18 +87,38 @@ class ChatRequest(BaseModel):
     filters: FilterSpec | None = Field(None, description="Extension: restrict retrieval.")
 
     def question_and_history(self) -> tuple[str, list[tuple[str, str]]]:
-        """The last user message, and the (question, answer) pairs before it; system messages are ignored."""
-        turns = [m for m in self.messages if m.role in ("user", "assistant")]
-        if not turns or turns[-1].role != "user":
+        """The last user message, and the (question, answer) pairs before it; system messages are ignored.
+
+        A conversation the history can't be read from is one 400 naming the message (1-based, as sent):
+        tool calls, two questions or two answers in a row, an answer before any question, an empty turn.
+        The length of each turn is checked where every interface's history is (checked_standalone)."""
+        turns = []
+        for number, message in enumerate(self.messages, start=1):
+            if message.role in ("tool", "function"):
+                raise ApiError(400, f"message {number}: {message.role} messages are not supported", param="messages")
+            if message.role in ("user", "assistant"):
+                turns.append((number, message))
+        if not turns or turns[-1][1].role != "user":
             raise ApiError(400, "the last message must be the user's question", param="messages")
         history, asked = [], None
-        for message in turns[:-1]:
+        for number, message in turns:
+            text = message.text()
+            if not text.strip() and number != turns[-1][0]:  # the question itself: "the question is empty"
+                raise ApiError(400, f"message {number} ({message.role}) is empty", param="messages")
+            expected = "user" if asked is None else "assistant"
+            if message.role != expected:
+                what = "an answer before any question" if expected == "user" else "a second question in a row"
+                raise ApiError(
+                    400,
+                    f"message {number} is {what}: user and assistant messages must alternate, the user's first",
+                    param="messages",
+                )
             if message.role == "user":
-                asked = message.text()
-            elif asked is not None:
-                history.append((asked, message.text()))
+                asked = text
+            else:
+                history.append((asked, text))
                 asked = None
-        return turns[-1].text(), history
+        return turns[-1][1].text(), history
 
 
 class RetrieveRequest(BaseModel):

@@ -47,6 +47,7 @@ def answer_html(answer: Answer, turn: int) -> str:
             '<p class="rag-legend"><span class="rag-unsupported">Greyed sentences</span> '
             "are not supported by any retrieved abstract: treat them with doubt.</p>"
         )
+    parts.append(focus_html(answer, turn))
     if answer.sources:
         cited = set(answer.cited)
         items = "".join(
@@ -57,6 +58,22 @@ def answer_html(answer: Answer, turn: int) -> str:
         )
         parts.append(f'<p class="rag-list-heading">Sources:</p><ol class="rag-source-list">{items}</ol>')
     return "".join(parts)
+
+
+def focus_html(answer: Answer, turn: int) -> str:
+    """For a follow-up held to the papers in focus, a line naming them and the question asked of them;
+    for one made standalone otherwise, the question it was asked as; else nothing."""
+    if answer.focus:
+        papers = ", ".join(
+            f"{badge_html(turn, number, source.title)} {markup_html(source.title)}"
+            for number, source in enumerate(answer.sources, start=1)
+            if source.paper_id in answer.focus
+        )
+        asked = escape(answer.standalone_question)
+        return f'<p class="rag-focus">A follow-up on {papers}, asked as: “{asked}”</p>'
+    if answer.standalone_question and answer.standalone_question != answer.question:
+        return f'<p class="rag-focus">Asked as: “{escape(answer.standalone_question)}”</p>'
+    return ""
 
 
 def list_html(answer: Answer, turn: int) -> str:

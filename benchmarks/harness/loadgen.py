@@ -112,9 +112,12 @@ def expectations(
             continue
         after = None
         if follow_ups:
-            chain = {"question": FOLLOW_UP, "history": [(question, said or "")], "k": None, "filters": None}
+            # The history a user sends holds the answer's text: its [n] say which paper the follow-up is about.
+            earlier = said if said is not None else service.answer(question).text
+            chain = {"question": FOLLOW_UP, "history": [(question, earlier)], "k": None, "filters": None}
             next_sources = service.retrieval_chain.invoke(chain)["sources"]
-            if not on_topic(next_sources):
+            # held to the paper in focus, a follow-up is answered from it (its sentences decide, not the rule)
+            if not next_sources or next_sources[0].paper_id != gold:
                 continue
             after = tuple(source.paper_id for source in next_sources)
         found.append(Expected(question, gold, tuple(source.paper_id for source in sources), after, said))

@@ -21,7 +21,7 @@ from rag.core.errors import ModelError
 from rag.core.markup import plain_text
 from rag.core.types import Answer, SentenceCheck, Source
 from rag.retrieval.followup import Standalone
-from rag.retrieval.refusal import refusal
+from rag.retrieval.refusal import refusal, stands_in
 
 
 class AnswerPipeline:
@@ -46,7 +46,10 @@ class AnswerPipeline:
 
         `stamp`: the fields every Answer gets (the question as asked, filters, config...)."""
         asked = standalone.question
-        reason = refusal(asked, sources, self.config.retrieval)
+        # A follow-up about the papers in focus is theirs to answer: their sentences decide, as for a named paper.
+        reason = None if standalone.focus and sources else refusal(asked, sources, self.config.retrieval)
+        if not reason and (standing := stands_in(asked, sources)) and standing is not sources[0]:
+            sources = [standing, *(source for source in sources if source is not standing)]  # the look-up's paper first
         evidence = [] if reason else self.picker.pick(asked, sources)
         if not reason and not evidence:
             reason = "no sentence of the closest abstracts answers it"

@@ -84,6 +84,15 @@ class Filters:
             option="--has-code",
         ),
     )
+    papers: tuple[str, ...] = dataclasses.field(
+        default=(),
+        metadata=declared(
+            stored="paper_id",
+            match="one_of",
+            help="only these papers, by id (a conversation's follow-ups are held to the papers discussed)",
+            option="--paper",
+        ),
+    )
 
     def __post_init__(self) -> None:
         # Checked here, where every interface's filters are made (CLI, /v1, MCP, the page, Python).

@@ -181,6 +181,7 @@ class Answer:
     understood: list[str] = field(default_factory=list)  # filters read from the question's words, in words
     count: int | None = None  # list and count: how many papers passed the line
     line: str | None = None  # list and count: how the line for "about the topic" was drawn
+    focus: list[str] = field(default_factory=list)  # a follow-up's papers in focus, answered from (paper ids)
 
     @property
     def listed(self) -> list[Source]:
@@ -243,6 +244,7 @@ class Answer:
             "understood": self.understood,
             "count": self.count,
             "line": self.line,
+            "focus": self.focus,
         }
 
     def export(self, fmt: ExportFormat) -> str:

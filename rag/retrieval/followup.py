@@ -12,7 +12,12 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from rag.core.errors import InputError, ModelError
+from rag.core.filters import Filters
 from rag.core.text import not_text
+
+# The longest earlier answer a history may hold: far above any answer given (a list of 40 papers, a
+# sentence each, is about 10,000), far below what would slow the history's checks and the model's prompt.
+MAX_ANSWER_CHARS = 20_000
 
 FOLLOW_UP = re.compile(r"\b(it|its|they|their|them|this|that|these|those|the paper|the method)\b", re.IGNORECASE)
 
@@ -30,6 +35,12 @@ class Standalone:
 
     question: str
     model_failure: str | None = None
+    # The papers in focus it is answered from (rag/retrieval/focus.py); empty when it searches anew.
+    focus: tuple[str, ...] = ()
+
+    def held(self, filters: Filters) -> Filters:
+        """The filters it is searched with: held to the papers in focus, if any."""
+        return replace(filters, papers=self.focus or filters.papers)
 
 
 def standalone_question(
@@ -50,16 +61,29 @@ def standalone_question(
 
 
 def checked_standalone(
-    question: str, history: list[tuple[str, str]], rewriter: Callable[[], Rewriter], clean: Callable[[str, str], str]
+    question: str,
+    history: list[tuple[str, str]],
+    rewriter: Callable[[], Rewriter],
+    clean: Callable[[str, str], str],
+    focused: Callable[[], Standalone | None] = lambda: None,
 ) -> Standalone:
     """The (clean) question made self-contained with the history; each other text is checked first with
     `clean(text, what)`, and a refusal names the one refused: a question of the history, its answer, or
-    the rewritten follow-up (a question that is not a follow-up was cleaned already)."""
+    the rewritten follow-up (a question that is not a follow-up was cleaned already).
+
+    `focused` is the follow-up held to the papers in focus (rag/retrieval/focus.py), or None when it
+    asks anew; it is called once the history is checked."""
     for number, (asked, replied) in enumerate(history, start=1):
         clean(asked, f"question {number} of the history")
         if problem := not_text(replied):
             raise InputError(f"answer {number} of the history {problem}")
-    standalone = standalone_question(question, history, rewriter)
+        if not replied.strip():
+            raise InputError(f"answer {number} of the history is empty")
+        if len(replied) > MAX_ANSWER_CHARS:
+            raise InputError(
+                f"answer {number} of the history is {len(replied):,} characters long; the limit is {MAX_ANSWER_CHARS:,}"
+            )
+    standalone = (focused() if history else None) or standalone_question(question, history, rewriter)
     if standalone.question == question:
         return standalone
     return replace(standalone, question=clean(standalone.question, "the follow-up rewritten with the conversation"))

@@ -101,7 +101,10 @@ class Retriever:
         chosen = pool[:k]
         coverage = lexical.coverage(question, [c.paper_id for c in chosen])
         first_everywhere = sum(weights[name] / (config.rrf_k + 1) for name in rankings)
-        return [self._source(c, coverage.get(c.paper_id, 0.0), first_everywhere) for c in chosen]
+        # Papers asked about by id (a conversation's focus) show all they hold, so any of their sentences
+        # can answer the follow-up; others, their best passages.
+        passages = None if filters.papers else self.config.passages_per_paper
+        return [self._source(c, coverage.get(c.paper_id, 0.0), first_everywhere, passages) for c in chosen]
 
     def _fetch_chunks(self, pool: list[Candidate], vector: np.ndarray, lexical: Bm25Index) -> None:
         """The pool's chunks, in one read by id: for a paper dense search found, the chunks it found,
@@ -120,8 +123,8 @@ class Retriever:
         for candidate in pool:
             candidate.chunks.sort(key=lambda hit: -hit[1])
 
-    def _source(self, candidate: Candidate, coverage: float, first_everywhere: float) -> Source:
-        kept = candidate.chunks[: self.config.passages_per_paper]
+    def _source(self, candidate: Candidate, coverage: float, first_everywhere: float, passages: int | None) -> Source:
+        kept = candidate.chunks[:passages]
         if not kept:  # a paper whose chunks vanished since BM25 was built: show what the ranking knows
             return Source(candidate.paper_id, candidate.paper_id, (Passage(""),), 0.0, match=Match(coverage=coverage))
         # Stored text is untrusted (any file, any writer to a shared server): links leave here http(s) only.

@@ -27,11 +27,14 @@ from rag.answering.prompts import accept_rewrite, approximate_tokens, fit_source
 from rag.answering.providers import bundled_gguf, looping, unusable
 from rag.core.config import load_config
 from rag.core.errors import ModelError
+from rag.core.filters import Filters
 from rag.core.markers import MARKER
 from rag.core.types import Answer, Source
 from rag.index.embeddings import CachedEmbeddings
 from rag.ingest.papers import load_papers
 from rag.service import RagService
+
+R3D2 = "pCj2sLNoJq"  # the Hanabi agent's abstract
 
 QUESTION = "How many reaction templates does RxnFlow use?"
 UNANSWERABLE = "What is the capital of Australia?"
@@ -228,12 +231,11 @@ def test_the_model_is_loaded_once_per_service(seeded, embeddings, monkeypatch):
     first = service.answer(QUESTION)
     follow = service.answer(FOLLOW_UP, history=HISTORY)
     assert len(loads) == 1 and first.fallback is None
-    # the follow-up went through the model's rewrite: kept if usable, else the rule
+    # the follow-up went through the model's rewrite: kept if usable, else the follow-up itself, held to
+    # the paper the history's answer cited
     assert ("rewrite", FOLLOW_UP) in recording.calls
     rewritten = recording.rewrites[-1]
-    rule = f"{HISTORY[-1][0]} {FOLLOW_UP}"
-    assert follow.standalone_question == (rewritten or rule)
-    assert "hanabi" in follow.standalone_question.lower()
+    assert follow.standalone_question == (rewritten or FOLLOW_UP) and follow.focus == [R3D2]
 
 
 @pytest.mark.slow
@@ -458,7 +460,9 @@ def test_killing_the_server_mid_conversation_falls_back_at_once(seeded, embeddin
         follow = service.answer("Which building blocks does it assemble?", history=[(QUESTION, first.text)])
         elapsed = time.monotonic() - started
     assert follow.fallback == f"openai at {server.base_url}: cannot connect to the model server"
-    assert follow.cited and follow.standalone_question.startswith(QUESTION)  # the rule rewrote it
+    # held to the paper of the first answer, the follow-up itself is asked (the model's rewrite failed)
+    assert follow.cited and follow.focus == first.cited[:1]
+    assert follow.standalone_question == "Which building blocks does it assemble?"
     assert elapsed < 30
 
 
@@ -497,19 +501,23 @@ def test_a_follow_up_is_rewritten_by_the_model_when_its_rewrite_is_usable(seeded
 @pytest.mark.parametrize(
     "bad_rewrite", ["What benchmark did they evaluate it on?", "The agent plays Hanabi with any number of players."]
 )
-def test_a_bad_rewrite_by_the_model_falls_back_to_the_rule(seeded, embeddings, key, bad_rewrite):
+def test_a_bad_rewrite_by_the_model_leaves_the_follow_up_held_to_the_paper_in_focus(
+    seeded, embeddings, key, bad_rewrite
+):
     with scripted_server(chat(bad_rewrite, "R3D2 is evaluated on Hanabi [1].")) as url:
         answer = hosted(seeded, embeddings, url).answer(FOLLOW_UP, history=HISTORY)
-    assert answer.standalone_question == f"{HISTORY[-1][0]} {FOLLOW_UP}"
+    assert answer.standalone_question == FOLLOW_UP and answer.focus == [R3D2]
     assert answer.fallback is None
 
 
-def test_without_a_model_the_rule_rewrites_the_follow_up(seeded):
+def test_without_a_model_the_rule_rewrites_a_follow_up_with_nothing_in_focus(seeded):
+    history = [(HISTORY[0][0], "The indexed abstracts don't answer this question.")]  # a refusal cites nothing
+    assert seeded.answer(FOLLOW_UP, history=history).standalone_question == f"{HISTORY[-1][0]} {FOLLOW_UP}"
     answer = seeded.answer(FOLLOW_UP, history=HISTORY)
-    assert answer.standalone_question == f"{HISTORY[-1][0]} {FOLLOW_UP}"
+    assert answer.standalone_question == FOLLOW_UP and answer.focus == [R3D2]
     # Taken literally (no filters or kinds read), the follow-up is still searched as rewritten.
     literal = seeded.answer(FOLLOW_UP, history=HISTORY, understand=False)
-    rewritten = seeded.retrieve(answer.standalone_question)
+    rewritten = seeded.retrieve(answer.standalone_question, filters=Filters(papers=tuple(answer.focus)))
     assert [s.paper_id for s in literal.sources] == [s.paper_id for s in rewritten]
 
 

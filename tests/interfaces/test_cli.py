@@ -11,7 +11,7 @@ import time
 
 import pytest
 from clirun import rag
-from terminal import run_on_terminal
+from terminal import converse_on_terminal, run_on_terminal
 
 pytestmark = pytest.mark.slow
 
@@ -111,6 +111,22 @@ def test_on_a_terminal_the_draft_is_erased_before_the_checked_answer(seeded_inde
     assert status == 0
     assert "\x1b[2m" in draft and "71 reaction templates" in draft  # the draft, dimmed, then erased
     assert final.count("71 reaction templates") == 1 and SOURCES in final
+
+
+def test_chat_holds_a_conversation_typed_at_a_terminal_and_ends_at_ctrl_d(seeded_index):
+    """`rag chat` as a person uses it: a question, a follow-up that says "they", a bad line, Ctrl-D."""
+    environment = {**os.environ, "RAG_CONFIG": "extractive", "RAG_VECTORSTORE__PATH": str(seeded_index)}
+    typed = ["Which agent plays Hanabi with unfamiliar partners?", "What benchmark did they use?", "x" * 3000, "\x03"]
+    shown, status = converse_on_terminal([sys.executable, "-m", "rag.cli", "chat"], environment, typed)
+    assert status == 0, shown
+    assert "\x1b" not in shown  # no colours or cursor movement: plain lines a screen reader reads in order
+    _, first, follow_up, bad = shown.split("> ")[:4]
+    assert first.startswith(typed[0]) and "R3D2" in first and SOURCES in first
+    assert "Hanabi benchmark" in follow_up.split("\n")[1]  # the new fact, from the paper just discussed
+    assert "(a follow-up on [1] “A Generalist Hanabi Agent”" in follow_up
+    assert "asked as: What benchmark did they use?" in follow_up and "pCj2sLNoJq" in follow_up
+    assert "error: the question is 3,000 characters long" in bad  # named, and the conversation goes on
+    assert shown.endswith("> ^C\n> \n")  # Ctrl-C: the line dropped, asked again; Ctrl-D: a newline, then the shell's
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ pytestmark = pytest.mark.slow
 
 RXNFLOW = "How many reaction templates does RxnFlow use?"
 HANABI = "Which agent learns to play Hanabi with unfamiliar partners?"
+FOLLOW_UP = "What does it outperform?"
 
 
 def with_client(home, session) -> dict:
@@ -47,6 +48,13 @@ def calls(tmp_path_factory) -> dict:
         seen["search"] = await client.call_tool("search_papers", {"question": HANABI, "k": 3})
         seen["oral"] = await client.call_tool("search_papers", {"question": HANABI, "filters": {"status": ["Oral"]}})
         seen["ask"] = await client.call_tool("ask", {"question": RXNFLOW})
+        said = seen["ask"].structured_content["text"]
+        seen["follow"] = await client.call_tool("ask", {"question": FOLLOW_UP, "history": [[RXNFLOW, said]]})
+        seen["conversation errors"] = [
+            await client.call_tool("ask", {"question": FOLLOW_UP, "history": [[RXNFLOW, " "]]}),
+            await client.call_tool("ask", {"question": FOLLOW_UP, "history": [["x" * 3001, said]]}),
+            await client.call_tool("ask", {"question": FOLLOW_UP, "history": [[RXNFLOW]]}),
+        ]
         seen["errors"] = [
             await client.call_tool("ask", {"question": "   "}),
             await client.call_tool("ask", {"question": "why? " * 500}),
@@ -106,6 +114,17 @@ def test_bad_input_comes_back_as_tool_errors_with_the_reason(calls):
     assert "greater than or equal to 1" in zero.content[0].text
     assert "stats" in unknown.content[0].text and "question" in missing.content[0].text
     assert "Traceback" not in calls["log"], calls["log"][-3000:]
+
+
+def test_ask_takes_the_conversation_as_agents_send_it_and_names_a_malformed_one(calls, seeded):
+    expected = seeded.answer(FOLLOW_UP, history=[(RXNFLOW, seeded.answer(RXNFLOW).text)])
+    follow = calls["follow"].structured_content
+    assert follow["focus"] == expected.focus == [expected.sources[0].paper_id] and follow["text"] == expected.text
+    empty, long, half = calls["conversation errors"]
+    assert all(result.is_error for result in calls["conversation errors"])
+    assert "answer 1 of the history is empty" in empty.content[0].text
+    assert "question 1 of the history is 3,001 characters long" in long.content[0].text
+    assert "history" in half.content[0].text  # a pair without its answer: the schema's own message
 
 
 def test_each_paper_is_a_resource(calls, seeded):

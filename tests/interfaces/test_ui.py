@@ -77,9 +77,11 @@ def test_a_follow_up_is_asked_with_the_conversation_so_far(seeded):
     _, (chat, answers, panel, _) = run(handlers, "What does it outperform?", answers=answers, chat=chat)
     assert len(chat) == 4 and len(answers) == 2
     follow_up = answers[1]
-    # The extractive provider cannot rewrite, so the service joins the previous question to it.
-    assert "RxnFlow" in follow_up.standalone_question
-    assert follow_up.sources[0].paper_id == answers[0].sources[0].paper_id
+    # Held to the paper the first answer cited: the follow-up itself is asked of it.
+    assert follow_up.focus == answers[0].cited[:1] == [follow_up.sources[0].paper_id]
+    assert follow_up.standalone_question == "What does it outperform?"
+    bubble = chat[-1]["content"]
+    assert 'A follow-up on <span class="rag-cite' in bubble and "asked as: “What does it outperform?”" in bubble
     assert "source-1-1" in panel and "goto-source-1-" in chat[-1]["content"]
 
 
@@ -165,7 +167,7 @@ def test_the_api_answer_is_json_with_cited_sources(seeded):
     assert payload["cited"] and payload["cited"][0] == payload["sources"][0]["paper_id"]
     assert "[1]" in payload["text"] and payload["refused"] is False and payload["fallback"] is None
     follow = handlers.ask("What does it outperform?", history=[[RXNFLOW, payload["text"]]])
-    assert "RxnFlow" in follow["standalone_question"]
+    assert follow["focus"] == payload["cited"][:1] and "outperforms" in follow["text"]
     with pytest.raises(gr.Error, match="the question is empty"):
         handlers.ask("")
 

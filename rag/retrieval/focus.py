@@ -1,0 +1,210 @@
+"""A conversation's focus: the papers being discussed, and whether a follow-up asks about them.
+
+The focus after a turn is the papers its answer cited (a `Turn` may carry them; a client that sends
+only text gets them remembered or recovered, see `FocusMemory`). A follow-up that refers back to them (a
+pronoun, "the paper", "that method", "the first one", or a question with no topic of its own, like
+"What benchmark?") is answered from them alone: retrieved with a paper filter, its evidence picked for
+the follow-up itself, not for "last question + this one", which only found the last answer again. A
+follow-up that names something the papers in focus don't hold searches anew.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rag.core.errors import InputError, ModelError
+from rag.core.filters import Filters
+from rag.core.text import EVIDENCE_STOPWORDS
+from rag.core.types import Answer, Source
+from rag.retrieval.followup import Rewriter, Standalone
+
+Search = Callable[[str, int, Filters], list[Source]]
+
+# Words that point back at what was just discussed.
+REFERS_BACK = re.compile(
+    r"\b(it|its|itself|they|their|theirs|them|themselves|this|these|those|that|"
+    r"the (?:paper|papers|work|study|method|approach|model|framework|authors|system|technique|algorithm|agent)|"
+    r"the (?:first|second|third|last|former|latter)(?: one| paper| method)?)\b",
+    re.IGNORECASE,
+)
+# "the first one", "the latter": one paper of several in focus, by its place in the last answer.
+ORDINAL = re.compile(r"\bthe (first|second|third|last|former|latter)(?: one| paper| method)?\b", re.IGNORECASE)
+PLACES = {"first": 0, "former": 0, "second": 1, "latter": 1, "third": 2, "last": -1}
+# The words of a question that ask for a kind of fact rather than name a topic: "What benchmark did
+# they use?" has no topic of its own, "How are molecules generated?" has.
+ASKING_WORDS = frozenset(
+    "benchmark benchmarks dataset datasets data result results evaluate evaluated evaluation evaluations "
+    "experiment experiments experimental code available outperform outperforms baseline baselines perform "
+    "performs performance accuracy limitation limitations contribution contributions main idea key task tasks "
+    "metric metrics compare compared comparison train trained training achieve achieves achieved improve "
+    "improves improvement improvements name named called test tested setting settings show showed find found "
+    "findings propose proposed introduce introduced present presented else another more other exactly kind "
+    "kinds type types number many much tell know explain details detail run ran runs conduct conducted "
+    "apply applied work works".split()
+)
+# A question looking for papers ("Which paper shows that ...", "any other work on ...") asks anew.
+SEEKS_PAPERS = re.compile(r"\b(which|what|any|other|another)\s+(papers?|works?|studies|study)\b", re.IGNORECASE)
+# A name the question gives: a word with a capital or digit after its first letter (RxnFlow, GPT-4o, R3D2).
+NAME = re.compile(r"\b[A-Za-z][A-Za-z0-9]*[A-Z0-9][\w-]*")
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One exchange of a conversation: the question, the answer's text and the papers it cited (the
+    focus it leaves; empty when not known, e.g. a client sent only text)."""
+
+    question: str
+    answer: str
+    papers: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, answer: Answer) -> Turn:
+        """An answer as a turn of the conversation's history, with the papers it leaves in focus."""
+        return cls(answer.question, answer.text, tuple(answer.cited))
+
+
+History = Sequence[Turn | tuple[str, str] | Sequence[str]]
+
+
+def as_turns(history: History | None) -> list[Turn]:
+    """The history as Turns; plain (question, answer) pairs, as every interface has sent them, still work."""
+    turns = []
+    for number, turn in enumerate(history or [], start=1):
+        if isinstance(turn, Turn):
+            turns.append(turn)
+            continue
+        if isinstance(turn, str) or len(turn) not in (2, 3):
+            raise InputError(f"turn {number} of the history is not a (question, answer) pair")
+        question, answer, *papers = turn
+        turns.append(Turn(str(question), str(answer), tuple(papers[0]) if papers else ()))
+    return turns
+
+
+def pairs(turns: Sequence[Turn]) -> list[tuple[str, str]]:
+    """The turns as (question, answer) pairs, as a model's rewrite prompt takes them."""
+    return [(turn.question, turn.answer) for turn in turns]
+
+
+def own_words(question: str) -> set[str]:
+    """The question's words that could name a topic (neither function words nor asking words)."""
+    words = re.findall(r"[a-z0-9][a-z0-9\-]{2,}", question.lower())
+    return {word for word in words if word not in EVIDENCE_STOPWORDS and word not in ASKING_WORDS}
+
+
+def refers_back(question: str) -> bool:
+    """Whether the question points back at the conversation: a pronoun, "the paper", or no topic of its own."""
+    return bool(REFERS_BACK.search(question)) or not own_words(question)
+
+
+def narrowed(question: str, focus: tuple[str, ...]) -> tuple[str, ...]:
+    """The one paper "the first one" or "the latter" means, when the focus holds several; else the focus."""
+    said = ORDINAL.search(question)
+    if not said or len(focus) < 2:
+        return focus
+    place = PLACES[said.group(1).lower()]
+    return (focus[place],) if place < len(focus) else focus
+
+
+def asks_anew(question: str, focused: list[Source], found: list[Source]) -> bool:
+    """Whether a follow-up turns to another topic than the papers in focus (`focused`, as retrieved for
+    it), given what an unrestricted search of it finds (`found`, best first)."""
+    if not own_words(question):
+        return False  # "What benchmark did they use?": about the papers in focus
+    if not REFERS_BACK.search(question) or SEEKS_PAPERS.search(question):
+        return True  # its own topic, and no word pointing back (a "that" of "which paper shows that" is none)
+    top = found[0] if found else None
+    ids = {source.paper_id for source in focused}
+    if top is None or top.paper_id in ids:
+        return False
+    told = " ".join(f"{source.title} {source.text}" for source in focused).lower()
+    other = f"{top.title} {top.text}".lower()
+    if any(name.lower() not in told and name.lower() in other for name in NAME.findall(question)):
+        return True  # it names something of another paper: "And what does FakeShield detect?"
+    # Its own words: searched anew when the papers in focus hold under half of them and another holds more.
+    asked = {word[:6] for word in own_words(question)}
+    held, held_elsewhere = stems_in(asked, told), stems_in(asked, other)
+    return 2 * len(held) < len(asked) and len(held_elsewhere) > len(held)
+
+
+def stems_in(stems: set[str], text: str) -> set[str]:
+    """Which of the 6-letter word stems the text holds."""
+    return stems & {word[:6] for word in re.findall(r"[a-z0-9][a-z0-9\-]{2,}", text.lower())}
+
+
+def held_to_focus(
+    question: str, turns: Sequence[Turn], focus: tuple[str, ...], search: Search, rewriter: Callable[[], Rewriter]
+) -> Standalone | None:
+    """The follow-up answered from the papers in focus; the question alone when it turns to a new topic;
+    None when nothing is in focus (the follow-up rule's to make self-contained).
+
+    Its question stays the follow-up itself, so the evidence is picked for what it asks now; a configured
+    model may rewrite it (for retrieval and the picker), and the paper filter still holds it to the focus.
+    """
+    if not focus:
+        return None
+    if not refers_back(question):
+        return Standalone(question)
+    found = search(question, 3, Filters())
+    # "the second one" is the second paper of the last answer; if what it asks is another's of those
+    # papers, the user counted otherwise: held to all of them.
+    for held in dict.fromkeys([narrowed(question, focus), focus]):
+        focused = search(question, len(held), Filters(papers=held))
+        if not focused:
+            return None  # the papers in focus are no longer in the index
+        if not asks_anew(question, focused, found):
+            focus = held
+            break
+    else:
+        return Standalone(question)
+    try:
+        rewritten = rewriter().rewrite(question, pairs(turns))
+    except ModelError as err:
+        return Standalone(question, model_failure=str(err), focus=focus)
+    return Standalone(rewritten or question, focus=focus)
+
+
+class FocusMemory:
+    """The papers each recent answer cited, by its text: the focus a client that sends only text left.
+
+    `cited_again(turns)` recovers what the last of the turns cited when its answer is not remembered
+    (given by another process, or long ago): the service reads the answer's [n] markers against the
+    sources its question finds again.
+    """
+
+    KEPT = 2048  # answers remembered: a few hundred conversations' worth
+
+    def __init__(self, cited_again: Callable[[list[Turn]], tuple[str, ...]]):
+        self.cited_again = cited_again
+        self.cited: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def remember(self, text: str, cited: Sequence[str]) -> None:
+        with self.lock:
+            self.cited[text] = tuple(cited)
+            self.cited.move_to_end(text)
+            while len(self.cited) > self.KEPT:
+                self.cited.popitem(last=False)
+
+    def focus_of(self, turns: list[Turn]) -> tuple[str, ...]:
+        """The papers the conversation is about after its last turn: those its answer cited; when it cited
+        none (a refusal) and its question referred back, those of the turn before (up to 3 turns back)."""
+        for end in range(len(turns), max(len(turns) - 3, 0), -1):
+            papers = self.cited_in(turns[:end])
+            if papers or not refers_back(turns[end - 1].question):
+                return papers
+        return ()
+
+    def cited_in(self, turns: list[Turn]) -> tuple[str, ...]:
+        """The papers the last of the turns cited: carried by the turn, remembered, or recovered."""
+        last = turns[-1]
+        if last.papers:
+            return last.papers
+        with self.lock:
+            remembered = self.cited.get(last.answer)
+        if remembered is not None:
+            return remembered
+        return self.cited_again(turns)
