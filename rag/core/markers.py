@@ -6,11 +6,14 @@ import re
 from collections.abc import Sequence
 
 MARKER = re.compile(r"\s*\[(\d+(?:\s*[,;]\s*\d+)*)\]")
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[“‘])|\n+")
+# A citation marker before the end punctuation ends a sentence whatever follows: a paper named by a
+# lower-case phrase ("completely back-propagation-free (BP-free): ...") starts the next one.
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[“‘])|(?<=\][.!?])\s+|\n+")
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences of prose, split at end punctuation followed by a capital, or at line breaks."""
+    """Sentences of prose, split at end punctuation followed by a capital or after a citation marker, or at
+    line breaks."""
     return [part.strip() for part in SENTENCE_END.split(text) if part and part.strip()]
 
 

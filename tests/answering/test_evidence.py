@@ -227,3 +227,14 @@ def test_a_paper_the_question_names_is_not_ranked_down(embeddings):
     assert ranks("How does ε-VAE decode an image?") == {1: 0, 2: 0}
     assert ranks("How is an image decoded from latents?") == {1: 0, 2: 1}
     assert ranks("How does ε-vae decode an image?") == {1: 0, 2: 1}  # a name is matched with its case
+
+
+def test_a_cited_sentence_ends_where_its_marker_does_whatever_follows():
+    # A paper named by a lower-case phrase opens the next sentence of an extractive answer; read as one
+    # sentence with the one before, it was checked against both papers and its markers ran together.
+    text = "It beats gradient descent on stiff PDEs [2]. completely back-propagation-free (BP-free): It trains on chips [1]."
+    assert split_sentences(text) == [
+        "It beats gradient descent on stiff PDEs [2].",
+        "completely back-propagation-free (BP-free): It trains on chips [1].",
+    ]
+    assert split_sentences("It uses e.g. sampling. it does not split [1]") == ["It uses e.g. sampling. it does not split [1]"]
