@@ -34,6 +34,23 @@ def key_tokens(question: str, evidence: list[Evidence], sources: list[Source]) -
     return [token for token in dict.fromkeys(tokens) if token.lower() not in asked and not mentions(question, token)]
 
 
+def left_out(question: str, evidence: list[Evidence], sources: list[Source], checks: list[SentenceCheck]) -> list[Evidence]:
+    """The evidence sentences to add after a model's answer that falls short: for a question of several
+    asks answered one sentence each, the sentences of the asks whose key tokens it leaves out, in the
+    order asked; otherwise (or when what it lacks is the best sentence's news) the best sentence."""
+    supported = " ".join(check.text for check in checks if check.supported).lower()
+    asks = split_asks(question)
+    if 1 < len(asks) == len(evidence):
+        missed = [
+            item
+            for ask, item in zip(asks, evidence)
+            if any(token.lower() not in supported for token in key_tokens(ask.text, [item], sources))
+        ]
+        if missed:
+            return missed
+    return evidence[:1]
+
+
 def asked_numbers(question: str, sentence: str) -> list[str]:
     """The numbers of a sentence that count what the question asks about ('71' of '71 reaction
     templates' for 'how many templates'), judged by the words just after each; all when none tells."""

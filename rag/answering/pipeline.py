@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from rag.answering.acceptance import key_tokens, news, shortfall
+from rag.answering.acceptance import key_tokens, left_out, news, shortfall
 from rag.answering.citations import CitationChecker, kept_text
 from rag.answering.evidence import HOW_MUCH, EvidencePicker, evidence_sources, extractive_answer
 from rag.answering.providers import ExtractiveProvider, Provider
@@ -85,8 +85,8 @@ class AnswerPipeline:
             return
         key, told = key_tokens(asked, evidence, sources), news(asked, evidence)
         lacking = shortfall(shown, key, told, self.config.answer.keep_news, bool(HOW_MUCH.search(asked)))
-        if lacking:  # the abstract's best sentence follows what was shown (or, when nothing was, the quoted answer)
-            added = extractive_answer(asked, evidence[:1], sources) if shown else extractive
+        if lacking:  # the abstract's sentences it left out follow what was shown (or, when nothing was, the quoted answer)
+            added = extractive_answer(asked, left_out(asked, evidence, sources, shown), sources) if shown else extractive
             yield from self.shown(quoted_checks(self.checker, added, sources, shown), shown)
         yield self.final(
             shown,

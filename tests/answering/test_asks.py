@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from rag.answering.acceptance import key_tokens, news, set_aside
+from rag.answering.acceptance import key_tokens, left_out, news, set_aside
 from rag.answering.ask_ranker import FEATURES, RANKER_FILE, AskRanker
 from rag.answering.asks import AskKind, ask_kind, split_asks
 from rag.answering.evidence import Evidence, EvidencePicker
@@ -107,6 +107,19 @@ def test_a_model_answer_to_two_asks_must_say_what_each_ask_asks_for():
     half = [SentenceCheck("XLand-100B is based on XLand-MiniGrid", (1,), True, 0.9)]
     assert "left out 30,000" in (set_aside(half, key_tokens(question, evidence, [source]), news(question, evidence), 0.5) or "")
 
+
+
+def test_what_follows_a_model_answer_that_misses_an_ask_is_that_asks_sentence():
+    """The sentence added after a model's answer that leaves out the second ask's number is the second
+    ask's (it once was the first's, which the answer had already said)."""
+    source = Source.from_text("x", "X", "We present XLand-100B, based on XLand-MiniGrid. It holds 30,000 tasks.", 0.9)
+    evidence = [Evidence(1, "We present XLand-100B, based on XLand-MiniGrid.", 1.0), Evidence(1, "It holds 30,000 tasks.", 0.9)]
+    question = "Which environment is XLand-100B built on, and how many tasks does it hold?"
+    first_only = [SentenceCheck("XLand-100B is based on XLand-MiniGrid", (1,), True, 0.9)]
+    assert left_out(question, evidence, [source], first_only) == evidence[1:]
+    second_only = [SentenceCheck("XLand-100B holds 30,000 tasks", (1,), True, 0.9)]
+    assert left_out(question, evidence, [source], second_only) == evidence[:1]
+    assert left_out("What is XLand-100B?", evidence[:1], [source], []) == evidence[:1]
 
 def test_the_shipped_ask_ranker_loads_small_and_scores_a_sentence_for_an_ask(embeddings):
     """The learned weights are a small file in the package, read without scikit-learn; a file trained on
