@@ -68,15 +68,17 @@ class ChatHandlers:
         chat: list[dict],
         answers: list[Answer | None],
         focus: list[str] | None = None,
+        focus_for: int | None = None,
         *picked: list[str] | None,
     ) -> Iterator[tuple[list[dict], list[Answer | None], str, str]]:
         """Stream one answer into the chat: (chat, answers, sources panel, question box) per step.
 
         Each turn adds a user and an assistant message and one entry to `answers` (None for an
         error), so assistant message i // 2 belongs to answers[i // 2]. `focus`: the papers ticked in
-        the focus picker (None: the focus the last answer left); `picked`: the filter pickers' values.
+        the focus picker for the first `focus_for` answers (None: the focus the last answer left);
+        `picked`: the filter pickers' values.
         """
-        history = history_for(answers, focus)
+        history = history_for(answers, focus, focus_for)
         yield from self._turn(question, chat, answers, Filters.from_pickers(picked), history=history)
 
     def drop_understood(
@@ -234,6 +236,7 @@ def build_app(service: RagService) -> gr.Blocks:
         gr.HTML(f"<h1 class='rag-title'>{TITLE}</h1>")
         header = gr.HTML(elem_id="rag-header")
         answers = gr.State([])
+        focus_for = gr.State(0)  # how many answers the focus picker is for
         with gr.Row(equal_height=False):
             with gr.Column(scale=3):
                 chatbot = chat_window()
@@ -254,7 +257,7 @@ def build_app(service: RagService) -> gr.Blocks:
         outputs = [chatbot, answers, panel, question]
         respond: dict[str, Any] = {
             "fn": handlers.respond,
-            "inputs": [question, chatbot, answers, focus, *pickers],
+            "inputs": [question, chatbot, answers, focus, focus_for, *pickers],
             "outputs": outputs,
             "api_visibility": "private",
             "concurrency_id": "answer",
@@ -266,7 +269,7 @@ def build_app(service: RagService) -> gr.Blocks:
         # downloads and the papers in focus follow. Chained with `.then`, not `answers.change`: Gradio spots
         # a changed State by hashing its value, and an Answer (a frozen dataclass holding lists) can't be hashed.
         downloads_of = {"fn": handlers.downloads, "inputs": [answers], "outputs": downloads, **private}
-        focus_of = {"fn": focus_updates, "inputs": [answers], "outputs": [focus, clear_focus], **private}
+        focus_of = {"fn": focus_updates, "inputs": [answers], "outputs": [focus, clear_focus, focus_for], **private}
 
         def refresh(event: Any) -> None:
             event.then(**show_chips).then(**downloads_of).then(**focus_of)

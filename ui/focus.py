@@ -30,20 +30,24 @@ def focus_picker() -> tuple[gr.CheckboxGroup, gr.Button]:
     return picker, clear
 
 
-def focus_updates(answers: list[Answer | None]) -> tuple[dict, dict]:
-    """The picker and its clear button for the last answer: its sources, those it cited ticked."""
+def focus_updates(answers: list[Answer | None]) -> tuple[dict, dict, int]:
+    """The picker and its clear button for the last answer (its sources, those it cited ticked), and the
+    number of answers the picker is for (a question sent before the picker caught up is asked as if
+    nothing were picked)."""
     last = answers[-1] if answers else None
     if last is None or not last.sources:
-        return gr.update(choices=[], value=[], visible=False), gr.update(visible=False)
-    return gr.update(choices=focus_choices(last), value=list(last.cited), visible=True), gr.update(visible=True)
+        return gr.update(choices=[], value=[], visible=False), gr.update(visible=False), len(answers)
+    picker = gr.update(choices=focus_choices(last), value=list(last.cited), visible=True)
+    return picker, gr.update(visible=True), len(answers)
 
 
-def history_for(answers: list[Answer | None], picked: list[str] | None) -> History:
+def history_for(answers: list[Answer | None], picked: list[str] | None, picked_for: int | None = None) -> History:
     """The conversation the next question is asked with: each answered turn, the last one carrying the
-    papers picked when they differ from those it cited; none at all when the focus was cleared."""
+    papers picked (for these `answers`: `picked_for` is their number) when they differ from those it
+    cited; none at all when the focus was cleared."""
     turns: list[Any] = [(answer.question, answer.text) for answer in answers if answer is not None]
     last = answers[-1] if answers else None
-    if picked is None or last is None or set(picked) == set(last.cited):
+    if picked is None or picked_for != len(answers) or last is None or set(picked) == set(last.cited):
         return turns  # the focus the answer left by itself (remembered by the service)
     if not picked:
         return []  # cleared: the next question is asked on its own

@@ -16,7 +16,7 @@ from rag.core.markers import MARKER
 from rag.core.types import Answer, Match, Passage, SentenceCheck, Source, Span
 from rag.service import RagService
 from ui.app import ChatHandlers, build_app
-from ui.focus import focus_updates
+from ui.focus import focus_updates, history_for
 from ui.render import answer_html, safe_url, sources_panel_html
 
 RXNFLOW = "How does RxnFlow keep generated molecules synthesizable?"
@@ -26,7 +26,7 @@ TAG = re.compile(r"<[^>]+>")
 def run(handlers: ChatHandlers, question: str, answers=None, chat=None, picked=(), focus=None):
     """All steps a question streams to the page (with the papers ticked in focus and the filter pickers'
     values), and the last one."""
-    steps = list(handlers.respond(question, chat or [], answers or [], focus, *picked))
+    steps = list(handlers.respond(question, chat or [], answers or [], focus, len(answers or []), *picked))
     return steps, steps[-1]
 
 
@@ -91,9 +91,11 @@ def test_a_follow_up_is_asked_of_the_papers_picked_in_focus_and_a_cleared_focus_
     handlers = ChatHandlers(seeded)
     _, (chat, answers, _, _) = run(handlers, RXNFLOW)
     first = answers[0]
-    picker, clear = focus_updates(answers)
+    picker, clear, picked_for = focus_updates(answers)
     choices = [value for _, value in picker["choices"]]
     assert picker["value"] == first.cited and clear["visible"] and len(choices) == len(first.sources)
+    # Ticks sent before the picker caught up with this answer (it was for none) pick nothing.
+    assert picked_for == 1 and history_for(answers, [], 0) == [(first.question, first.text)]
     other = next(paper for paper in choices if paper not in first.cited)
     _, (chat, answers, _, _) = run(handlers, "What dataset do they use?", answers, chat, focus=[other])
     follow_up = answers[-1]
