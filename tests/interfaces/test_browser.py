@@ -6,6 +6,7 @@ it is missing the tests are skipped, except in CI (CI=true), where that is a fai
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -169,6 +170,30 @@ def test_a_picked_paper_is_the_focus_of_the_next_follow_up(page, app_url):
     ask(page, "What dataset do they use?")
     assert page.locator("#rag-chat .rag-focus").count() == 1  # no follow-up line on the third answer
     assert page.dialogs == []
+
+
+@pytest.mark.slow
+def test_the_readme_screenshot_shows_an_answer_and_a_follow_up_on_its_paper(page, tmp_path, embeddings):
+    """The README's ui/screenshot.png, made again with UPDATE_README_SCREENSHOT=1 (else into test-output/):
+    the seeds alone (no poisoned paper), a question, a follow-up held to the paper it cited."""
+    service = RagService(settings_for(tmp_path / "index"), embeddings=embeddings)
+    service.ingest([SEED_FILE])
+    demo, url = serve(service)
+    try:
+        page.set_viewport_size({"width": 1280, "height": 900})
+        open_app(page, url)
+        ask(page, RXNFLOW)
+        ask(page, "What does it outperform?")
+        focus_line = page.locator("#rag-chat .rag-focus").last
+        assert "Synthetic Pathway for Drug Design" in focus_line.inner_text()
+        page.locator("#rag-focus-picker input:checked").wait_for(timeout=30_000)
+        page.wait_for_timeout(500)  # the chat's scroll to its last message
+        readme = os.environ.get("UPDATE_README_SCREENSHOT") == "1"
+        SCREENSHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(PROJECT_ROOT / "ui" / "screenshot.png" if readme else SCREENSHOTS / "ui-readme.png"))
+        assert page.dialogs == []
+    finally:
+        demo.close()
 
 
 def test_a_poisoned_document_renders_as_inert_text(page, app_url):
