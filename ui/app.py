@@ -23,7 +23,9 @@ from rag.core.errors import RagError, first_problem
 from rag.core.export import ExportFormat, answer_papers
 from rag.core.filters import PICKERS, Filters, as_filters
 from rag.core.types import Answer
+from rag.retrieval.focus import History
 from rag.service import RagService
+from ui.focus import focus_picker, focus_updates, history_for
 from ui.render import (
     answer_html,
     answer_payload,
@@ -65,14 +67,19 @@ class ChatHandlers:
         question: str,
         chat: list[dict],
         answers: list[Answer | None],
+        focus: list[str] | None = None,
+        focus_for: int | None = None,
         *picked: list[str] | None,
     ) -> Iterator[tuple[list[dict], list[Answer | None], str, str]]:
         """Stream one answer into the chat: (chat, answers, sources panel, question box) per step.
 
         Each turn adds a user and an assistant message and one entry to `answers` (None for an
-        error), so assistant message i // 2 belongs to answers[i // 2].
+        error), so assistant message i // 2 belongs to answers[i // 2]. `focus`: the papers ticked in
+        the focus picker for the first `focus_for` answers (None: the focus the last answer left);
+        `picked`: the filter pickers' values.
         """
-        yield from self._turn(question, chat, answers, Filters.from_pickers(picked))
+        history = history_for(answers, focus, focus_for)
+        yield from self._turn(question, chat, answers, Filters.from_pickers(picked), history=history)
 
     def drop_understood(
         self, ticked: list[str], chat: list[dict], answers: list[Answer | None], *picked: list[str] | None
@@ -90,10 +97,17 @@ class ChatHandlers:
         return gr.update(choices=understood, value=understood, visible=bool(understood))
 
     def _turn(
-        self, question: str, chat: list[dict], answers: list[Answer | None], filters: Filters, dropped=frozenset()
+        self,
+        question: str,
+        chat: list[dict],
+        answers: list[Answer | None],
+        filters: Filters,
+        dropped=frozenset(),
+        history: History | None = None,
     ) -> Iterator[tuple[list[dict], list[Answer | None], str, str]]:
         turn = len(answers)
-        history = [(answer.question, answer.text) for answer in answers if answer is not None]
+        if history is None:
+            history = [(answer.question, answer.text) for answer in answers if answer is not None]
         chat = [*chat, message("user", question_html(question))]
         yield [*chat, message("assistant", SEARCHING)], answers, sources_panel_html(None, turn), ""
         streamed = ""
@@ -222,6 +236,7 @@ def build_app(service: RagService) -> gr.Blocks:
         gr.HTML(f"<h1 class='rag-title'>{TITLE}</h1>")
         header = gr.HTML(elem_id="rag-header")
         answers = gr.State([])
+        focus_for = gr.State(0)  # how many answers the focus picker is for
         with gr.Row(equal_height=False):
             with gr.Column(scale=3):
                 chatbot = chat_window()
@@ -229,6 +244,7 @@ def build_app(service: RagService) -> gr.Blocks:
                     question = question_box()
                     ask = gr.Button("Ask", variant="primary", elem_id="rag-ask", scale=1, min_width=80)
                     clear = gr.Button("Clear chat", elem_id="rag-clear", scale=1, min_width=80)
+                focus, clear_focus = focus_picker()
                 examples = gr.Examples(
                     examples=[[text] for text in settings.examples], inputs=[question], label="Example questions"
                 )
@@ -241,30 +257,30 @@ def build_app(service: RagService) -> gr.Blocks:
         outputs = [chatbot, answers, panel, question]
         respond: dict[str, Any] = {
             "fn": handlers.respond,
-            "inputs": [question, chatbot, answers, *pickers],
+            "inputs": [question, chatbot, answers, focus, focus_for, *pickers],
             "outputs": outputs,
             "api_visibility": "private",
             "concurrency_id": "answer",
             "show_progress": "minimal",
         }
-        show_chips: dict[str, Any] = {
-            "fn": handlers.chips,
-            "inputs": [answers],
-            "outputs": [understood],
-            "api_visibility": "private",
-        }
-        # After every change of the answers (an answer, an error, a cleared chat), the chips and the
-        # downloads follow. Chained with `.then`, not `answers.change`: Gradio spots a changed State by
-        # hashing its value, and an Answer (a frozen dataclass holding lists) can't be hashed.
-        refresh = {"fn": handlers.downloads, "inputs": [answers], "outputs": downloads, "api_visibility": "private"}
-        gr.on([question.submit, ask.click], **respond).then(**show_chips).then(**refresh)
-        examples.load_input_event.then(**respond).then(**show_chips).then(**refresh)
+        private = {"api_visibility": "private"}
+        show_chips = {"fn": handlers.chips, "inputs": [answers], "outputs": [understood], **private}
+        # After every change of the answers (an answer, an error, a cleared chat), the chips, the
+        # downloads and the papers in focus follow. Chained with `.then`, not `answers.change`: Gradio spots
+        # a changed State by hashing its value, and an Answer (a frozen dataclass holding lists) can't be hashed.
+        downloads_of = {"fn": handlers.downloads, "inputs": [answers], "outputs": downloads, **private}
+        focus_of = {"fn": focus_updates, "inputs": [answers], "outputs": [focus, clear_focus, focus_for], **private}
+
+        def refresh(event: Any) -> None:
+            event.then(**show_chips).then(**downloads_of).then(**focus_of)
+
+        refresh(gr.on([question.submit, ask.click], **respond))
+        refresh(examples.load_input_event.then(**respond))
         redo: dict[str, Any] = {**respond, "fn": handlers.drop_understood}
         redo["inputs"] = [understood, chatbot, answers, *pickers]
-        understood.input(**redo).then(**show_chips).then(**refresh)
-        clear.click(handlers.clear, outputs=outputs, api_visibility="private", queue=False).then(**show_chips).then(
-            **refresh
-        )
+        refresh(understood.input(**redo))
+        refresh(clear.click(handlers.clear, outputs=outputs, api_visibility="private", queue=False))
+        clear_focus.click(lambda: gr.update(value=[]), outputs=[focus], api_visibility="private", queue=False)
         chatbot.select(handlers.show_sources, inputs=[answers], outputs=[panel], api_visibility="private")
         demo.load(handlers.header, outputs=[header], api_visibility="private")
         gr.api(handlers.ask, api_name="ask", concurrency_id="answer")

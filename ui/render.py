@@ -76,6 +76,16 @@ def focus_html(answer: Answer, turn: int) -> str:
     return ""
 
 
+def focus_choices(answer: Answer) -> list[tuple[str, str]]:
+    """The answer's sources as the focus picker's choices, in the panel's order: ("[n] title", paper id)."""
+    ranked = by_relevance(answer.sources)
+    return [(f"[{number}] {shortened(plain_text(source.title))}", source.paper_id) for number, source in ranked]
+
+
+def shortened(text: str, most: int = 90) -> str:
+    return text if len(text) <= most else text[: most - 1].rstrip() + "…"
+
+
 def list_html(answer: Answer, turn: int) -> str:
     """A list or count answer as a compact table: badge, linked title, status, area, the quoted sentence.
 

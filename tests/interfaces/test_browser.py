@@ -6,6 +6,7 @@ it is missing the tests are skipped, except in CI (CI=true), where that is a fai
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -136,6 +137,63 @@ def test_a_question_gets_a_cited_answer_tied_to_the_sources_panel(page, app_url)
     page.locator("#source-0-1.rag-flash").wait_for(timeout=5_000)
     screenshot(page, "ui-extractive-answer.png")
     assert page.dialogs == []
+
+
+@pytest.mark.slow
+def test_a_picked_paper_is_the_focus_of_the_next_follow_up(page, app_url):
+    open_app(page, app_url)
+    ask(page, RXNFLOW)
+    picker = page.locator("#rag-focus-picker")
+    picker.wait_for(state="visible", timeout=30_000)
+    cited = picker.locator("label", has_text="[1] ")
+    assert cited.locator("input").is_checked()  # the focus the answer leaves: the paper it cited
+    # Another of its papers, not the first cited one: untick that, tick this one.
+    picked = picker.locator("label").nth(2)
+    title = picked.inner_text().split("] ", 1)[1].rstrip("…")
+    assert not picked.locator("input").is_checked()
+    cited.click()
+    picked.click()
+    ask(page, "What dataset do they use?")
+    answer = page.locator(FINAL).last
+    focus_line = page.locator("#rag-chat .rag-focus").last
+    assert focus_line.inner_text().startswith("A follow-up on [1]") and title in focus_line.inner_text()
+    assert "asked as: “What dataset do they use?”" in focus_line.inner_text()
+    # The answer cites the picked paper: its badges all point at card 1 of this turn, which is that paper.
+    assert answer.locator(".rag-cite").count() >= 1 and set(answer.locator(".rag-cite").all_inner_texts()) == {"[1]"}
+    card = page.locator("#source-1-1")
+    assert title in card.locator(".rag-card-title").inner_text() and card.locator(".rag-state").inner_text() == "cited"
+    screenshot(page, "ui-picked-focus.png")
+    # The picker follows the new answer (its paper ticked); "Clear focus" unticks it: asked on its own.
+    picker.locator("label", has_text=title).locator("input:checked").wait_for(timeout=30_000)
+    page.locator("#rag-focus-clear").click()
+    page.wait_for_function("() => !document.querySelector('#rag-focus-picker input:checked')")
+    ask(page, "What dataset do they use?")
+    assert page.locator("#rag-chat .rag-focus").count() == 1  # no follow-up line on the third answer
+    assert page.dialogs == []
+
+
+@pytest.mark.slow
+def test_the_readme_screenshot_shows_an_answer_and_a_follow_up_on_its_paper(page, tmp_path, embeddings):
+    """The README's ui/screenshot.png, made again with UPDATE_README_SCREENSHOT=1 (else into test-output/):
+    the seeds alone (no poisoned paper), a question, a follow-up held to the paper it cited."""
+    service = RagService(settings_for(tmp_path / "index"), embeddings=embeddings)
+    service.ingest([SEED_FILE])
+    demo, url = serve(service)
+    try:
+        page.set_viewport_size({"width": 1280, "height": 900})
+        open_app(page, url)
+        ask(page, RXNFLOW)
+        ask(page, "What does it outperform?")
+        focus_line = page.locator("#rag-chat .rag-focus").last
+        assert "Synthetic Pathway for Drug Design" in focus_line.inner_text()
+        page.locator("#rag-focus-picker input:checked").wait_for(timeout=30_000)
+        page.wait_for_timeout(500)  # the chat's scroll to its last message
+        readme = os.environ.get("UPDATE_README_SCREENSHOT") == "1"
+        SCREENSHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(PROJECT_ROOT / "ui" / "screenshot.png" if readme else SCREENSHOTS / "ui-readme.png"))
+        assert page.dialogs == []
+    finally:
+        demo.close()
 
 
 def test_a_poisoned_document_renders_as_inert_text(page, app_url):

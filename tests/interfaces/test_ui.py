@@ -16,15 +16,17 @@ from rag.core.markers import MARKER
 from rag.core.types import Answer, Match, Passage, SentenceCheck, Source, Span
 from rag.service import RagService
 from ui.app import ChatHandlers, build_app
+from ui.focus import focus_updates, history_for
 from ui.render import answer_html, safe_url, sources_panel_html
 
 RXNFLOW = "How does RxnFlow keep generated molecules synthesizable?"
 TAG = re.compile(r"<[^>]+>")
 
 
-def run(handlers: ChatHandlers, question: str, answers=None, chat=None, picked=()):
-    """All steps a question streams to the page (with the filter pickers' values), and the last one."""
-    steps = list(handlers.respond(question, chat or [], answers or [], *picked))
+def run(handlers: ChatHandlers, question: str, answers=None, chat=None, picked=(), focus=None):
+    """All steps a question streams to the page (with the papers ticked in focus and the filter pickers'
+    values), and the last one."""
+    steps = list(handlers.respond(question, chat or [], answers or [], focus, len(answers or []), *picked))
     return steps, steps[-1]
 
 
@@ -83,6 +85,24 @@ def test_a_follow_up_is_asked_with_the_conversation_so_far(seeded):
     bubble = chat[-1]["content"]
     assert 'A follow-up on <span class="rag-cite' in bubble and "asked as: “What does it outperform?”" in bubble
     assert "source-1-1" in panel and "goto-source-1-" in chat[-1]["content"]
+
+
+def test_a_follow_up_is_asked_of_the_papers_picked_in_focus_and_a_cleared_focus_asks_anew(seeded):
+    handlers = ChatHandlers(seeded)
+    _, (chat, answers, _, _) = run(handlers, RXNFLOW)
+    first = answers[0]
+    picker, clear, picked_for = focus_updates(answers)
+    choices = [value for _, value in picker["choices"]]
+    assert picker["value"] == first.cited and clear["visible"] and len(choices) == len(first.sources)
+    # Ticks sent before the picker caught up with this answer (it was for none) pick nothing.
+    assert picked_for == 1 and history_for(answers, [], 0) == [(first.question, first.text)]
+    other = next(paper for paper in choices if paper not in first.cited)
+    _, (chat, answers, _, _) = run(handlers, "What dataset do they use?", answers, chat, focus=[other])
+    follow_up = answers[-1]
+    assert follow_up.focus == follow_up.cited == [other] and "A follow-up on" in chat[-1]["content"]
+    _, (_, answers, _, _) = run(handlers, "What dataset do they use?", answers, chat, focus=[])
+    assert answers[-1].focus == [] and answers[-1].standalone_question == "What dataset do they use?"
+    assert focus_updates([None])[0]["visible"] is False
 
 
 def test_an_off_topic_question_is_refused_in_words_and_the_panel_names_the_closest_papers(seeded):

@@ -1,0 +1,56 @@
+"""The papers in focus, picked on the page: which of the last answer's papers a follow-up that refers
+back is asked of.
+
+The page shows the last answer's sources as ticks, the papers it cited ticked (the focus the answer
+leaves by itself). Ticking others sets the focus for the next question through the conversation's
+history (the last `Turn` carries the picked papers), the same mechanism every interface uses
+(rag/retrieval/focus.py); nothing here decides whether a follow-up refers back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from rag.core.types import Answer
+from rag.retrieval.focus import History, Turn
+from ui.render import focus_choices
+
+FOCUS_LABEL = "Papers in focus: a follow-up that refers back (“what dataset do they use?”) is asked of these"
+
+
+def focus_picker() -> tuple[gr.CheckboxGroup, gr.Button]:
+    """The last answer's papers as ticks, and a button that unticks them all; hidden until an answer has sources."""
+    with gr.Row(elem_id="rag-focus-row", equal_height=False):
+        picker = gr.CheckboxGroup(
+            [], value=[], label=FOCUS_LABEL, elem_id="rag-focus-picker", visible=False, scale=6, container=True
+        )
+        clear = gr.Button("Clear focus", elem_id="rag-focus-clear", size="sm", visible=False, scale=1, min_width=90)
+    return picker, clear
+
+
+def focus_updates(answers: list[Answer | None]) -> tuple[dict, dict, int]:
+    """The picker and its clear button for the last answer (its sources, those it cited ticked), and the
+    number of answers the picker is for (a question sent before the picker caught up is asked as if
+    nothing were picked)."""
+    last = answers[-1] if answers else None
+    if last is None or not last.sources:
+        return gr.update(choices=[], value=[], visible=False), gr.update(visible=False), len(answers)
+    picker = gr.update(choices=focus_choices(last), value=list(last.cited), visible=True)
+    return picker, gr.update(visible=True), len(answers)
+
+
+def history_for(answers: list[Answer | None], picked: list[str] | None, picked_for: int | None = None) -> History:
+    """The conversation the next question is asked with: each answered turn, the last one carrying the
+    papers picked (for these `answers`: `picked_for` is their number) when they differ from those it
+    cited; none at all when the focus was cleared."""
+    turns: list[Any] = [(answer.question, answer.text) for answer in answers if answer is not None]
+    last = answers[-1] if answers else None
+    if picked is None or picked_for != len(answers) or last is None or set(picked) == set(last.cited):
+        return turns  # the focus the answer left by itself (remembered by the service)
+    if not picked:
+        return []  # cleared: the next question is asked on its own
+    order = [source.paper_id for source in last.sources]
+    papers = tuple(sorted(set(picked) & set(order), key=order.index))
+    return [*turns[:-1], Turn(last.question, last.text, papers)] if papers else turns
