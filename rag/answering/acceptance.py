@@ -73,8 +73,8 @@ def set_aside(checks: list[SentenceCheck], key: list[str], told: set[str], keep:
 def shortfall(
     checks: list[SentenceCheck], key: list[str], told: set[str], keep: float, number_asked: bool = False
 ) -> Shortfall | None:
-    """What a model's checked answer lacks (the abstract's best sentence then follows it, or stands
-    for it), or None when it can stand.
+    """What a model's checked answer lacks (the evidence sentences it doesn't say then follow it, or
+    the extractive answer stands for it), or None when it can stand.
 
     It lacks something when none of its sentences is supported by what it cites, when its supported
     sentences leave out a key token of the evidence (the number or name the question asks for), or

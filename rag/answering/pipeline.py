@@ -2,8 +2,8 @@
 
 the standalone question (a follow-up rewritten, rag/retrieval/followup.py) and its sources (the
 caller's retrieval) -> refusal, or evidence sentences -> the extractive answer, or the model's words checked
-sentence by sentence against the sources as they stream (unsupported sentences never shown; the best
-evidence sentence follows when the key facts are lost, the extractive answer when the model fails and
+sentence by sentence against the sources as they stream (unsupported sentences never shown; the
+evidence sentences they don't say follow when the key facts are lost, the extractive answer when the model fails and
 `llm.fallback` allows it). What streams is the answer: nothing is swapped afterwards.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 
 from rag.answering.acceptance import key_tokens, news, shortfall
 from rag.answering.citations import CitationChecker, kept_text
-from rag.answering.evidence import HOW_MUCH, EvidencePicker, evidence_sources, extractive_answer
+from rag.answering.evidence import HOW_MUCH, EvidencePicker, evidence_sources, extractive_answer, repeats
 from rag.answering.providers import ExtractiveProvider, Provider
 from rag.answering.streaming import SentenceStream, quoted_checks, shown_text
 from rag.core.config import Settings
@@ -42,7 +42,7 @@ class AnswerPipeline:
     def stream(self, standalone: Standalone, sources: list[Source], stamp: dict) -> Iterator[str | Answer]:
         """Yield the answer's checked sentences as they come, then the final `Answer`, whose text is
         exactly what was yielded: a model's sentence only once a source it cites supports it, and the
-        abstract's best sentence after them when they leave out what it says (see streaming.py).
+        evidence sentences they don't say after them when they leave out what the best one says (see streaming.py).
 
         `stamp`: the fields every Answer gets (the question as asked, filters, config...)."""
         asked = standalone.question
@@ -85,8 +85,10 @@ class AnswerPipeline:
             return
         key, told = key_tokens(asked, evidence, sources), news(asked, evidence)
         lacking = shortfall(shown, key, told, self.config.answer.keep_news, bool(HOW_MUCH.search(asked)))
-        if lacking:  # the abstract's best sentence follows what was shown (or, when nothing was, the quoted answer)
-            added = extractive_answer(asked, evidence[:1], sources) if shown else extractive
+        if lacking:  # the evidence sentences the shown ones don't say follow them (when none was shown, all of it)
+            said = " ".join(check.text for check in shown)
+            unsaid = [item for item in evidence if not repeats(item.sentence, said)] or evidence[:1]
+            added = extractive_answer(asked, unsaid, sources)
             yield from self.shown(quoted_checks(self.checker, added, sources, shown), shown)
         yield self.final(
             shown,
