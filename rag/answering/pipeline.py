@@ -11,9 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from rag.answering.acceptance import key_tokens, news, shortfall
+from rag.answering.acceptance import Shortfall, key_tokens, news, shortfall
 from rag.answering.citations import CitationChecker, kept_text
-from rag.answering.evidence import HOW_MUCH, EvidencePicker, evidence_sources, extractive_answer, repeats
+from rag.answering.evidence import (
+    HOW_MUCH,
+    Evidence,
+    EvidencePicker,
+    evidence_sources,
+    extractive_answer,
+    repeats,
+)
 from rag.answering.providers import ExtractiveProvider, Provider
 from rag.answering.streaming import SentenceStream, quoted_checks, shown_text
 from rag.core.config import Settings
@@ -83,11 +90,8 @@ class AnswerPipeline:
             by = "model" if model_sentences else "extractive"
             yield self.final(shown, sources, stamp, answered_by=by, fallback=str(err))
             return
-        key, told = key_tokens(asked, evidence, sources), news(asked, evidence)
-        lacking = shortfall(shown, key, told, self.config.answer.keep_news, bool(HOW_MUCH.search(asked)))
+        lacking, unsaid = self.lacking(asked, evidence, sources, shown)
         if lacking:  # the evidence sentences the shown ones don't say follow them (when none was shown, all of it)
-            said = " ".join(check.text for check in shown)
-            unsaid = [item for item in evidence if not repeats(item.sentence, said)] or evidence[:1]
             added = extractive_answer(asked, unsaid, sources)
             yield from self.shown(quoted_checks(self.checker, added, sources, shown), shown)
         yield self.final(
@@ -98,6 +102,18 @@ class AnswerPipeline:
             replaced=lacking.reason if lacking else None,
             shortfall=lacking.words if lacking else None,
         )
+
+    def lacking(
+        self, asked: str, evidence: list[Evidence], sources: list[Source], shown: list[SentenceCheck]
+    ) -> tuple[Shortfall | None, list[Evidence]]:
+        """What the model's shown sentences lack (acceptance.py), and the evidence sentences they don't
+        say, which then follow them. They lack nothing when they say every evidence sentence (the
+        paper's name aside: their [n] gives it); quoting one again would repeat it."""
+        key, told = key_tokens(asked, evidence, sources), news(asked, evidence)
+        lacking = shortfall(shown, key, told, self.config.answer.keep_news, bool(HOW_MUCH.search(asked)))
+        said = " ".join(check.text for check in shown)
+        unsaid = [item for item in evidence if not repeats(item.sentence, said)]
+        return (lacking if unsaid else None), unsaid
 
     @staticmethod
     def shown(checks: list[SentenceCheck], shown: list[SentenceCheck]) -> Iterator[str]:

@@ -333,6 +333,25 @@ def test_a_model_answer_falling_short_is_followed_by_each_evidence_sentence_it_l
     assert pieces[0] == restated and answer.text == f"{restated} {quoted.text}" == "".join(pieces)
 
 
+def test_a_model_answer_that_says_the_evidence_without_the_paper_s_name_is_not_followed_by_it_again(
+    seeded, embeddings, key
+):
+    from rag.answering.evidence import repeats
+
+    from rag.retrieval.focus import Turn
+
+    first = seeded.answer("Which agent plays Hanabi with unfamiliar partners?")  # names R3D2
+    question = "How did they reformulate the task to improve transfer?"  # R3D2 is the name it must keep
+    copied = "We reformulate the task using text, as language has been shown to improve transfer [1]."
+    with scripted_server(chat(copied)) as url:
+        pieces, answer = collect(hosted(seeded, embeddings, url).stream_answer(question, history=[Turn.of(first)]))
+    assert answer.answered_by == "model" and pieces[0] == copied and "".join(pieces) == answer.text
+    assert answer.replaced is None, answer.text
+    # It was followed by "R3D2: We reformulate the task using text, ..." for the name it left out.
+    texts = [check.text for check in answer.checks]
+    assert not any(repeats(later, earlier) for n, earlier in enumerate(texts) for later in texts[n + 1 :]), texts
+
+
 def test_an_unsupported_model_sentence_is_never_streamed(seeded, embeddings, key, extractive_text):
     invented = "RxnFlow was trained on 12,345 proteins [1]. It uses 99 templates [1]."
     with scripted_server(chat(invented)) as url:
