@@ -78,41 +78,44 @@ def run_fetch(args: argparse.Namespace) -> int:
 def run_ask(args: argparse.Namespace) -> int:
     """The checked answer, once, with who wrote it and its sources best first.
 
-    On a terminal the model's words show (dimmed) while it writes, and are erased when the checked
-    answer is ready; piped or with --json, only the final answer is printed. With --export, stdout
-    holds the export alone (so `> refs.bib` is a clean file) and one line on stderr says what it holds.
+    On a terminal the answer's sentences show as they are checked (what streams is the answer: it is
+    not printed again); piped or with --json, the whole answer is printed when it is ready. With
+    --export, stdout holds the export alone (so `> refs.bib` is a clean file) and one line on stderr
+    says what it holds.
     """
     from rag.core.types import Answer
 
     service = service_from(args)
-    draft = TerminalDraft(sys.stdout) if sys.stdout.isatty() and not (args.json or args.export) else None
+    streamed = TerminalStream(sys.stdout) if sys.stdout.isatty() and not (args.json or args.export) else None
     final = None
     try:
         asked = service.stream_answer(args.question, k=args.k, filters=filters_from(args), understand=args.understand)
         for piece in asked:
             if isinstance(piece, Answer):
                 final = piece
-            elif draft:
-                draft.write(piece)
+            elif streamed:
+                streamed.write(piece)
     finally:
-        if draft:
-            draft.erase()
+        if streamed:
+            streamed.end()
     if args.json:
         print(json.dumps(final.to_dict(), indent=2, ensure_ascii=False))
         return 0
     if args.export:
         return print_export(final, args.export)
-    print_answer(final, service)
+    print_answer(final, service, printed=bool(streamed and streamed.text))
     return 0
 
 
-def print_answer(final, service) -> None:
-    """The checked answer as `rag ask` and `rag chat` print it: its text, what it was asked as and the papers
-    a follow-up was held to, who wrote it, and the sources best first. Plain lines, for any screen reader."""
+def print_answer(final, service, printed: bool = False) -> None:
+    """The checked answer as `rag ask` and `rag chat` print it: its text (unless its stream `printed` it
+    already), what it was asked as and the papers a follow-up was held to, who wrote it, and the sources
+    best first. Plain lines, for any screen reader."""
     from rag.core.markup import plain_text
     from rag.core.types import by_relevance
 
-    print(plain_text(final.text))
+    if not printed:
+        print(plain_text(final.text))
     if final.focus:
         papers = [
             f"[{number}] “{plain_text(source.title)}”"
@@ -212,28 +215,29 @@ def print_export(answer, fmt: str) -> int:
     return 0
 
 
-class TerminalDraft:
-    """The model's words, dimmed, as it writes them; erased to make room for the checked answer."""
+class TerminalStream:
+    """The answer's checked sentences, printed as they come, as the final answer prints them (plain text)."""
 
     def __init__(self, out):
         self.out = out
         self.text = ""
 
     def write(self, piece: str) -> None:
-        self.out.write(("" if self.text else "\x1b[2m") + piece)
-        self.out.flush()
-        self.text += piece
+        from rag.core.markup import plain_text
 
-    def erase(self) -> None:
-        """Back to where the draft began, clearing everything below (ANSI: cursor up, erase down)."""
-        if not self.text:
-            return
-        import shutil
-
-        width = shutil.get_terminal_size().columns
-        rows = sum(max(1, -(-len(line) // width)) for line in self.text.split("\n"))
-        self.out.write("\x1b[0m\r" + (f"\x1b[{rows - 1}A" if rows > 1 else "") + "\x1b[J")
+        # Each piece is whole sentences (" " before all but the first): read as text one by one, they
+        # read as the whole answer does.
+        lead = " " if piece.startswith(" ") else ""
+        shown = lead + plain_text(piece[len(lead) :])
+        self.out.write(shown)
         self.out.flush()
+        self.text += shown
+
+    def end(self) -> None:
+        """The line the stream printed, ended: what follows (the provenance, the sources, an error) starts its own."""
+        if self.text:
+            self.out.write("\n")
+            self.out.flush()
 
 
 def run_stats(args: argparse.Namespace) -> int:

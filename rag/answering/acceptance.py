@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rag.answering.asks import split_asks
-from rag.answering.evidence import HOW_MUCH, Evidence
+from rag.answering.evidence import HOW_MUCH, Evidence, repeats
 from rag.core.types import SentenceCheck, Source
 from rag.retrieval.naming import ACRONYM, mentions, paper_name
 from rag.retrieval.words import DIGITS, GENERIC, NAME, content_stems
@@ -35,20 +35,20 @@ def key_tokens(question: str, evidence: list[Evidence], sources: list[Source]) -
 
 
 def left_out(question: str, evidence: list[Evidence], sources: list[Source], checks: list[SentenceCheck]) -> list[Evidence]:
-    """The evidence sentences to add after a model's answer that falls short: for a question of several
-    asks answered one sentence each, the sentences of the asks whose key tokens it leaves out, in the
-    order asked; otherwise (or when what it lacks is the best sentence's news) the best sentence."""
-    supported = " ".join(check.text for check in checks if check.supported).lower()
+    """The evidence sentences to add after a model's answer that falls short, in the order asked: for a
+    question of several asks answered one sentence each, those of the asks whose key tokens it leaves
+    out; otherwise every evidence sentence. Those it says already are left out (quoting one again would
+    repeat it)."""
+    said = " ".join(check.text for check in checks)
     asks = split_asks(question)
+    missed = []
     if 1 < len(asks) == len(evidence):
         missed = [
             item
             for ask, item in zip(asks, evidence)
-            if any(token.lower() not in supported for token in key_tokens(ask.text, [item], sources))
+            if any(token.lower() not in said.lower() for token in key_tokens(ask.text, [item], sources))
         ]
-        if missed:
-            return missed
-    return evidence[:1]
+    return [item for item in missed or evidence if not repeats(item.sentence, said)]
 
 
 def asked_numbers(question: str, sentence: str) -> list[str]:
@@ -90,8 +90,8 @@ def set_aside(checks: list[SentenceCheck], key: list[str], told: set[str], keep:
 def shortfall(
     checks: list[SentenceCheck], key: list[str], told: set[str], keep: float, number_asked: bool = False
 ) -> Shortfall | None:
-    """What a model's checked answer lacks (the abstract's best sentence then follows it, or stands
-    for it), or None when it can stand.
+    """What a model's checked answer lacks (the evidence sentences it doesn't say then follow it, or
+    the extractive answer stands for it), or None when it can stand.
 
     It lacks something when none of its sentences is supported by what it cites, when its supported
     sentences leave out a key token of the evidence (the number or name the question asks for), or

@@ -44,7 +44,7 @@ from rag.answering.asks import (
     without_name,
 )
 from rag.core.config import AnswerConfig, RetrievalConfig
-from rag.core.markers import attach_marker
+from rag.core.markers import attach_marker, split_sentences
 from rag.core.markup import plain_text
 from rag.core.types import Passage, Source
 from rag.retrieval.naming import PROPOSAL, mentions, named_by, paper_name, says_name
@@ -87,6 +87,9 @@ LEADING_LINK = re.compile(
     re.IGNORECASE,
 )
 
+# The share of a sentence's content words a sentence of an earlier answer holds when it says the same.
+REPEATED = 0.8
+
 
 @dataclass(frozen=True)
 class Evidence:
@@ -106,10 +109,13 @@ class EvidencePicker:
         self.retrieval = retrieval
         self._ranker: AskRanker | None = None  # the learned ask scores, read on the first question of two asks
 
-    def pick(self, question: str, sources: list[Source]) -> list[Evidence]:
+    def pick(self, question: str, sources: list[Source], said: str = "") -> list[Evidence]:
         """The best sentence, then those close to it; for a question about several papers ("which
         papers …"), the best sentence of each paper close enough instead; for a question of two or
-        more asks, one sentence of the answering paper per ask, in the order asked."""
+        more asks, one sentence of the answering paper per ask, in the order asked.
+
+        `said`: what the conversation's last answer said, for a follow-up. The best sentence answers
+        even when it was said (it is what is asked now); a sentence close to it joins only if it was not."""
         candidates = self.candidates(question, sources)
         scored = ranked(candidates, self.answer)
         asks = split_asks(question)
@@ -118,7 +124,7 @@ class EvidencePicker:
                 return []
             name = paper_name(sources[scored[0].number - 1])
             return self.for_each_ask(asks, scored[0].number, candidates, name if mentions(question, name) else "")
-        return self.chosen(question, scored, sources)
+        return self.chosen(question, scored, sources, said)
 
     def for_each_ask(
         self, asks: list[Ask], number: int, candidates: list[SentenceCandidate], named: str = ""
@@ -155,8 +161,8 @@ class EvidencePicker:
             self._ranker = AskRanker.load()
         return self._ranker.score(features)
 
-    def chosen(self, question: str, scored: list[Evidence], sources: list[Source]) -> list[Evidence]:
-        """The sentences `pick` keeps of those scored, best first."""
+    def chosen(self, question: str, scored: list[Evidence], sources: list[Source], said: str = "") -> list[Evidence]:
+        """The sentences `pick` keeps of those scored, best first; none close to the best that was `said` already."""
         if not scored or scored[0].score < self.answer.min_sentence_score:
             return []
         best = scored[0]
@@ -167,7 +173,11 @@ class EvidencePicker:
             close = [e for e in firsts.values() if e is not best and self.passes(sources[e.number - 1])]
         else:
             widen = 2 if TWO_ASKS.search(question) else 1  # "what does X optimize, and on which tasks"
-            close = [e for e in scored[1:] if e.score >= best.score - widen * self.margin(e, best)]
+            close = [
+                e
+                for e in scored[1:]
+                if e.score >= best.score - widen * self.margin(e, best) and not repeats(e.sentence, said)
+            ]
         return [best, *close][: self.answer.evidence_sentences]
 
     def margin(self, item: Evidence, best: Evidence) -> float:
@@ -310,6 +320,15 @@ def rarity_weights(question: str, sentences: list[str], ignore: AbstractSet[str]
         if count:
             weights[stem] = math.log(1 + len(held) / count)
     return weights
+
+
+def repeats(sentence: str, said: str) -> bool:
+    """Whether a text says the sentence already: one of its sentences holds nearly all (REPEATED) of
+    the sentence's content words, as a quote of it does whatever name or marker it was given."""
+    stems = content_stems(sentence)
+    if not stems or not said:
+        return False
+    return any(len(stems & content_stems(part)) >= REPEATED * len(stems) for part in split_sentences(said))
 
 
 def novelty(sentence: str, asked: set[str]) -> float:

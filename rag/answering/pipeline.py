@@ -2,8 +2,8 @@
 
 the standalone question (a follow-up rewritten, rag/retrieval/followup.py) and its sources (the
 caller's retrieval) -> refusal, or evidence sentences -> the extractive answer, or the model's words checked
-sentence by sentence against the sources as they stream (unsupported sentences never shown; the best
-evidence sentence follows when the key facts are lost, the extractive answer when the model fails and
+sentence by sentence against the sources as they stream (unsupported sentences never shown; the
+evidence sentences they don't say follow when the key facts are lost, the extractive answer when the model fails and
 `llm.fallback` allows it). What streams is the answer: nothing is swapped afterwards.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from rag.answering.acceptance import key_tokens, left_out, news, shortfall
+from rag.answering.acceptance import Shortfall, key_tokens, left_out, news, shortfall
 from rag.answering.citations import CitationChecker, kept_text
-from rag.answering.evidence import HOW_MUCH, EvidencePicker, evidence_sources, extractive_answer
+from rag.answering.evidence import HOW_MUCH, Evidence, EvidencePicker, evidence_sources, extractive_answer
 from rag.answering.providers import ExtractiveProvider, Provider
 from rag.answering.streaming import SentenceStream, quoted_checks, shown_text
 from rag.core.config import Settings
@@ -42,7 +42,7 @@ class AnswerPipeline:
     def stream(self, standalone: Standalone, sources: list[Source], stamp: dict) -> Iterator[str | Answer]:
         """Yield the answer's checked sentences as they come, then the final `Answer`, whose text is
         exactly what was yielded: a model's sentence only once a source it cites supports it, and the
-        abstract's best sentence after them when they leave out what it says (see streaming.py).
+        evidence sentences they don't say after them when they leave out what the best one says (see streaming.py).
 
         `stamp`: the fields every Answer gets (the question as asked, filters, config...)."""
         asked = standalone.question
@@ -50,7 +50,7 @@ class AnswerPipeline:
         reason = None if standalone.focus and sources else refusal(asked, sources, self.config.retrieval)
         if not reason and (standing := stands_in(asked, sources)) and standing is not sources[0]:
             sources = [standing, *(source for source in sources if source is not standing)]  # the look-up's paper first
-        evidence = [] if reason else self.picker.pick(asked, sources)
+        evidence = [] if reason else self.picker.pick(asked, sources, said=standalone.said)
         if not reason and not evidence:
             reason = "no sentence of the closest abstracts answers it"
         if reason:
@@ -83,10 +83,9 @@ class AnswerPipeline:
             by = "model" if model_sentences else "extractive"
             yield self.final(shown, sources, stamp, answered_by=by, fallback=str(err))
             return
-        key, told = key_tokens(asked, evidence, sources), news(asked, evidence)
-        lacking = shortfall(shown, key, told, self.config.answer.keep_news, bool(HOW_MUCH.search(asked)))
-        if lacking:  # the abstract's sentences it left out follow what was shown (or, when nothing was, the quoted answer)
-            added = extractive_answer(asked, left_out(asked, evidence, sources, shown), sources) if shown else extractive
+        lacking, unsaid = self.lacking(asked, evidence, sources, shown)
+        if lacking:  # the evidence sentences the shown ones don't say follow them (when none was shown, all of it)
+            added = extractive_answer(asked, unsaid, sources)
             yield from self.shown(quoted_checks(self.checker, added, sources, shown), shown)
         yield self.final(
             shown,
@@ -96,6 +95,17 @@ class AnswerPipeline:
             replaced=lacking.reason if lacking else None,
             shortfall=lacking.words if lacking else None,
         )
+
+    def lacking(
+        self, asked: str, evidence: list[Evidence], sources: list[Source], shown: list[SentenceCheck]
+    ) -> tuple[Shortfall | None, list[Evidence]]:
+        """What the model's shown sentences lack (acceptance.py), and the evidence sentences they don't
+        say, which then follow them. They lack nothing when they say every evidence sentence (the
+        paper's name aside: their [n] gives it); quoting one again would repeat it."""
+        key, told = key_tokens(asked, evidence, sources), news(asked, evidence)
+        lacking = shortfall(shown, key, told, self.config.answer.keep_news, bool(HOW_MUCH.search(asked)))
+        unsaid = left_out(asked, evidence, sources, shown)
+        return (lacking if unsaid else None), unsaid
 
     @staticmethod
     def shown(checks: list[SentenceCheck], shown: list[SentenceCheck]) -> Iterator[str]:

@@ -5,7 +5,7 @@ one has begun, or the model is done), then that sentence is checked on its own a
 it cites (`CitationChecker.check_sentences`), its markers already referring to the full source list
 (`renumbered`). A supported sentence is shown; any other is not, anywhere. What was shown is the
 final answer: the pipeline builds the `Answer` from the shown sentences, and adds (never swaps in)
-the abstract's best sentence when the model's ones leave out what it says.
+the evidence sentences the model's ones don't say when they leave out what the best one says.
 The tidying the checker does on a whole text is done here as the sentences come: a sentence said
 twice is checked once, and an unfinished last sentence is dropped when complete ones came before.
 """

@@ -209,7 +209,7 @@ class Answer:
         if self.answered_by == "model":
             if self.replaced:
                 lacking = self.shortfall or "the model's answer left out what the abstract says"
-                return f"{by_model}; {lacking}, so the abstract's sentence follows."
+                return f"{by_model}; {lacking}, so the abstract's own words follow."
             return f"{by_model}."
         if self.answered_by == "extractive":
             return f"Quoted from the abstracts: {self.shortfall}." if self.shortfall else "Quoted from the abstracts."

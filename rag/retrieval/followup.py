@@ -37,6 +37,9 @@ class Standalone:
     model_failure: str | None = None
     # The papers in focus it is answered from (rag/retrieval/focus.py); empty when it searches anew.
     focus: tuple[str, ...] = ()
+    # The last answer, for a follow-up that leans on it (held to its papers or rewritten with it): what
+    # was said already, which the follow-up's evidence does not quote again while another sentence answers.
+    said: str = ""
 
     def held(self, filters: Filters) -> Filters:
         """The filters it is searched with: held to the papers in focus, if any."""
@@ -84,6 +87,8 @@ def checked_standalone(
                 f"answer {number} of the history is {len(replied):,} characters long; the limit is {MAX_ANSWER_CHARS:,}"
             )
     standalone = (focused() if history else None) or standalone_question(question, history, rewriter)
+    if history and (standalone.focus or standalone.question != question):
+        standalone = replace(standalone, said=history[-1][1])
     if standalone.question == question:
         return standalone
     return replace(standalone, question=clean(standalone.question, "the follow-up rewritten with the conversation"))

@@ -89,6 +89,8 @@ def test_the_readme_follow_up_states_the_benchmark_not_the_previous_answer_again
     follow = seeded.answer("What benchmark did they use?", history=[Turn.of(first)])
     assert follow.focus == first.cited[:1] and follow.cited == first.cited[:1]
     assert "Hanabi benchmark" in follow.checks[0].text  # it leads with the new fact, not the last answer again
+    # and doesn't quote the last answer again after it (it did: "... Hanabi benchmark ... [1]. We introduce R3D2 ... [1].")
+    assert not any(check.text in first.text for check in follow.checks), (first.text, follow.text)
 
 
 def test_a_follow_up_the_paper_does_not_answer_is_refused_and_leaves_the_focus_where_it_was(seeded):

@@ -12,6 +12,7 @@ from rag.answering.evidence import (
     evidence_sources,
     extractive_answer,
     proposal_position,
+    repeats,
     tidy,
 )
 from rag.core.config import AnswerConfig, RetrievalConfig
@@ -238,3 +239,21 @@ def test_a_cited_sentence_ends_where_its_marker_does_whatever_follows():
         "completely back-propagation-free (BP-free): It trains on chips [1].",
     ]
     assert split_sentences("It uses e.g. sampling. it does not split [1]") == ["It uses e.g. sampling. it does not split [1]"]
+
+
+def test_a_sentence_is_said_when_a_sentence_of_the_text_holds_nearly_all_its_words():
+    sentence = "We use 1.2 million building blocks and 71 reaction templates."
+    assert repeats(sentence, "RxnFlow: We use 1.2 million building blocks and 71 reaction templates [1].")
+    assert not repeats(sentence, "RxnFlow uses reaction templates [1]. It builds molecules from blocks [1].")
+    assert not repeats(sentence, "")
+
+
+def test_a_follow_up_s_evidence_leads_with_its_best_sentence_and_adds_none_the_last_answer_said(embeddings):
+    picker = EvidencePicker(embeddings, AnswerConfig(evidence_margin=1.0), RetrievalConfig(min_evidence=0))
+    question = "What does RxnFlow use to build molecules?"
+    alone = [item.sentence for item in picker.pick(question, [RXNFLOW])]
+    assert len(alone) > 1
+    # What the last answer quoted joins no more; the best sentence answers, said before or not.
+    said = f"RxnFlow: {alone[1]} [1]. RxnFlow: {alone[0]} [1]."
+    after = [item.sentence for item in picker.pick(question, [RXNFLOW], said=said)]
+    assert after[0] == alone[0] and alone[1] not in after and after[1:] == alone[2:]

@@ -65,7 +65,7 @@ def assert_streamed_and_checked(pieces: list[str], answer: Answer) -> None:
     """What the pipeline guarantees whatever a small model writes (not what it happens to write):
     the answer streamed sentence by sentence, each sentence checked before it was shown and supported
     by a source it cites, every marker pointing at a source, and what streamed is the answer. Then one
-    of three things: the model's answer stands; or the abstract's best sentence follows the model's
+    of three things: the model's answer stands; or the evidence sentences they don't say follow the model's
     supported sentences, with the reason; or nothing the model wrote was supported and the extractive
     answer stands, with the reason."""
     assert answer.fallback is None and not answer.refused, answer.fallback
@@ -320,6 +320,38 @@ def test_a_model_answer_that_restates_the_question_is_followed_by_the_evidence(s
     assert pieces[0] == restated and len(pieces) == 2 and "".join(pieces) == answer.text
 
 
+def test_a_model_answer_falling_short_is_followed_by_each_evidence_sentence_it_lacks(seeded, embeddings, key):
+    # Not the best sentence alone: the fact asked for may be in the second (issue 28's "conditional
+    # mutual information", the second of the Stealthy Shield Defense answer's evidence).
+    question = "How does RxnFlow handle a large action space?"
+    quoted = seeded.answer(question)
+    assert len(quoted.checks) > 1
+    restated = "RxnFlow handles a large action space [1]."  # supported, and says nothing new
+    with scripted_server(chat(restated)) as url:
+        pieces, answer = collect(hosted(seeded, embeddings, url).stream_answer(question))
+    assert answer.answered_by == "model" and answer.replaced
+    assert pieces[0] == restated and answer.text == f"{restated} {quoted.text}" == "".join(pieces)
+
+
+def test_a_model_answer_that_says_the_evidence_without_the_paper_s_name_is_not_followed_by_it_again(
+    seeded, embeddings, key
+):
+    from rag.answering.evidence import repeats
+
+    from rag.retrieval.focus import Turn
+
+    first = seeded.answer("Which agent plays Hanabi with unfamiliar partners?")  # names R3D2
+    question = "How did they reformulate the task to improve transfer?"  # R3D2 is the name it must keep
+    copied = "We reformulate the task using text, as language has been shown to improve transfer [1]."
+    with scripted_server(chat(copied)) as url:
+        pieces, answer = collect(hosted(seeded, embeddings, url).stream_answer(question, history=[Turn.of(first)]))
+    assert answer.answered_by == "model" and pieces[0] == copied and "".join(pieces) == answer.text
+    assert answer.replaced is None, answer.text
+    # It was followed by "R3D2: We reformulate the task using text, ..." for the name it left out.
+    texts = [check.text for check in answer.checks]
+    assert not any(repeats(later, earlier) for n, earlier in enumerate(texts) for later in texts[n + 1 :]), texts
+
+
 def test_an_unsupported_model_sentence_is_never_streamed(seeded, embeddings, key, extractive_text):
     invented = "RxnFlow was trained on 12,345 proteins [1]. It uses 99 templates [1]."
     with scripted_server(chat(invented)) as url:
@@ -545,7 +577,7 @@ def test_the_same_question_through_each_shipped_config_gets_a_cited_answer(
 
 
 @pytest.mark.slow
-def test_on_a_terminal_the_cli_shows_the_model_writing_then_the_checked_answer(cli_index, llama_server):
+def test_on_a_terminal_the_cli_streams_the_checked_answer_once(cli_index, llama_server):
     environment = {
         **os.environ,
         "RAG_CONFIG": "openai",
@@ -559,8 +591,7 @@ def test_on_a_terminal_the_cli_shows_the_model_writing_then_the_checked_answer(c
     chunks, status = run_on_terminal([sys.executable, "-m", "rag.cli", "ask", QUESTION], environment)
     output = "".join(chunks)
     assert status == 0, output
-    draft, erased, final = output.rpartition("\x1b[J")
-    assert erased, output  # the draft was shown, then erased
-    draft_reads = [chunk for chunk in chunks if "\x1b[J" not in chunk and "Sources" not in chunk]
-    assert len(draft_reads) >= 2, chunks  # the model's words arrived in more than one piece
-    assert "[1]" in final and "the model failed" not in final and "Sources" in final
+    assert "\x1b[" not in output  # what streams is the checked answer: nothing dimmed, erased or reprinted
+    answer = output.partition("\n")[0]
+    assert "[1]" in answer and output.count(answer) == 1, output
+    assert "the model failed" not in output and "Sources" in output

@@ -104,13 +104,16 @@ def test_ask_export_prints_only_the_cited_papers(seeded_index):
     assert both.returncode == 2 and "not allowed with argument" in both.stderr
 
 
-def test_on_a_terminal_the_draft_is_erased_before_the_checked_answer(seeded_index):
-    environment = {**os.environ, "RAG_CONFIG": "extractive", "RAG_VECTORSTORE__PATH": str(seeded_index)}
+@pytest.mark.parametrize("config", ["extractive", "default"])
+def test_on_a_terminal_the_answer_streams_once_and_reads_as_piped(seeded_index, config):
+    """What streams is the checked answer: printed as it comes, never erased or printed again."""
+    environment = {**os.environ, "RAG_CONFIG": config, "RAG_VECTORSTORE__PATH": str(seeded_index)}
     chunks, status = run_on_terminal([sys.executable, "-m", "rag.cli", "ask", RXNFLOW], environment)
-    draft, _, final = "".join(chunks).rpartition("\x1b[J")
+    shown = "".join(chunks)
     assert status == 0
-    assert "\x1b[2m" in draft and "71 reaction templates" in draft  # the draft, dimmed, then erased
-    assert final.count("71 reaction templates") == 1 and SOURCES in final
+    assert "\x1b[" not in shown  # no dimming, no cursor movement, no erasing
+    assert shown.count("71 reaction templates") == 1 and SOURCES in shown
+    assert shown == rag("ask", RXNFLOW, index=seeded_index, config=config).stdout  # the same lines as piped
 
 
 def test_chat_holds_a_conversation_typed_at_a_terminal_and_ends_at_ctrl_d(seeded_index):

@@ -115,4 +115,4 @@ def test_the_bundled_models_streams_show_only_checked_sentences_and_equal_the_an
     followed = [answer for answer in answers if answer.answered_by == "model" and answer.replaced]
     # The model's draft fell short in some answers: what it wrote and was supported stayed on screen,
     # and the abstract's sentence came after it, said so in plain words.
-    assert followed and all("so the abstract's sentence follows" in answer.provenance() for answer in followed)
+    assert followed and all("so the abstract's own words follow" in answer.provenance() for answer in followed)

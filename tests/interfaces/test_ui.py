@@ -326,7 +326,7 @@ def sample_answer(**fields) -> Answer:
                 "shortfall": "the model's answer left out the number asked for (71)",
             },
             "Written by the language model and checked against the abstracts; the model&#x27;s answer left out "
-            "the number asked for (71), so the abstract&#x27;s sentence follows.",
+            "the number asked for (71), so the abstract&#x27;s own words follow.",
         ),
         (
             {"answered_by": "extractive", "replaced": "none supported", "shortfall": "it cited <b>nothing</b>"},
