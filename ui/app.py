@@ -25,7 +25,7 @@ from rag.core.filters import PICKERS, Filters, as_filters
 from rag.core.types import Answer
 from rag.retrieval.focus import History
 from rag.service import RagService
-from ui.focus import focus_picker, focus_updates, history_for
+from ui.focus import cleared, focus_picker, focus_updates, history_for
 from ui.render import (
     answer_html,
     answer_payload,
@@ -280,7 +280,7 @@ def build_app(service: RagService) -> gr.Blocks:
         redo["inputs"] = [understood, chatbot, answers, *pickers]
         refresh(understood.input(**redo))
         refresh(clear.click(handlers.clear, outputs=outputs, api_visibility="private", queue=False))
-        clear_focus.click(lambda: gr.update(value=[]), outputs=[focus], api_visibility="private", queue=False)
+        clear_focus.click(cleared, inputs=[focus_for], outputs=[focus, focus_for], api_visibility="private", queue=False)
         chatbot.select(handlers.show_sources, inputs=[answers], outputs=[panel], api_visibility="private")
         demo.load(handlers.header, outputs=[header], api_visibility="private")
         gr.api(handlers.ask, api_name="ask", concurrency_id="answer")

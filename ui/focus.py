@@ -44,13 +44,19 @@ def focus_updates(answers: list[Answer | None]) -> tuple[dict, dict, int]:
 def history_for(answers: list[Answer | None], picked: list[str] | None, picked_for: int | None = None) -> History:
     """The conversation the next question is asked with: each answered turn, the last one carrying the
     papers picked (for these `answers`: `picked_for` is their number) when they differ from those it
-    cited; none at all when the focus was cleared."""
+    cited; none at all when "Clear focus" cleared it (`picked_for` is then minus their number). No ticks
+    alone don't clear it: the page may not yet show the ticks of the last answer when a question is sent."""
     turns: list[Any] = [(answer.question, answer.text) for answer in answers if answer is not None]
     last = answers[-1] if answers else None
-    if picked is None or picked_for != len(answers) or last is None or set(picked) == set(last.cited):
-        return turns  # the focus the answer left by itself (remembered by the service)
-    if not picked:
+    if last is not None and picked_for == -len(answers):
         return []  # cleared: the next question is asked on its own
+    if not picked or picked_for != len(answers) or last is None or set(picked) == set(last.cited):
+        return turns  # the focus the answer left by itself (remembered by the service)
     order = [source.paper_id for source in last.sources]
     papers = tuple(sorted(set(picked) & set(order), key=order.index))
     return [*turns[:-1], Turn(last.question, last.text, papers)] if papers else turns
+
+
+def cleared(picked_for: int) -> tuple[dict, int]:
+    """"Clear focus": no ticks, and the mark that the next question is asked without the conversation."""
+    return gr.update(value=[]), -abs(picked_for)

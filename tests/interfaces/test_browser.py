@@ -183,6 +183,7 @@ def test_the_readme_screenshot_shows_an_answer_and_a_follow_up_on_its_paper(page
         page.set_viewport_size({"width": 1280, "height": 900})
         open_app(page, url)
         ask(page, RXNFLOW)
+        page.locator("#rag-focus-picker input:checked").wait_for(timeout=30_000)  # as a reader would see it
         ask(page, "What does it outperform?")
         focus_line = page.locator("#rag-chat .rag-focus").last
         assert "Synthetic Pathway for Drug Design" in focus_line.inner_text()

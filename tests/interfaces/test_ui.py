@@ -16,17 +16,18 @@ from rag.core.markers import MARKER
 from rag.core.types import Answer, Match, Passage, SentenceCheck, Source, Span
 from rag.service import RagService
 from ui.app import ChatHandlers, build_app
-from ui.focus import focus_updates, history_for
+from ui.focus import cleared, focus_updates, history_for
 from ui.render import answer_html, safe_url, sources_panel_html
 
 RXNFLOW = "How does RxnFlow keep generated molecules synthesizable?"
 TAG = re.compile(r"<[^>]+>")
 
 
-def run(handlers: ChatHandlers, question: str, answers=None, chat=None, picked=(), focus=None):
-    """All steps a question streams to the page (with the papers ticked in focus and the filter pickers'
-    values), and the last one."""
-    steps = list(handlers.respond(question, chat or [], answers or [], focus, len(answers or []), *picked))
+def run(handlers: ChatHandlers, question: str, answers=None, chat=None, picked=(), focus=None, focus_for=None):
+    """All steps a question streams to the page (with the papers ticked in focus, the number of answers
+    the ticks are for, and the filter pickers' values), and the last one."""
+    focus_for = len(answers or []) if focus_for is None else focus_for
+    steps = list(handlers.respond(question, chat or [], answers or [], focus, focus_for, *picked))
     return steps, steps[-1]
 
 
@@ -100,7 +101,12 @@ def test_a_follow_up_is_asked_of_the_papers_picked_in_focus_and_a_cleared_focus_
     _, (chat, answers, _, _) = run(handlers, "What dataset do they use?", answers, chat, focus=[other])
     follow_up = answers[-1]
     assert follow_up.focus == follow_up.cited == [other] and "A follow-up on" in chat[-1]["content"]
-    _, (_, answers, _, _) = run(handlers, "What dataset do they use?", answers, chat, focus=[])
+    # No ticks sent for this answer (the page had not shown them yet): the focus the answer left holds.
+    assert history_for(answers, [], len(answers)) == [(a.question, a.text) for a in answers]
+    # "Clear focus" (the count made negative): asked on its own.
+    picker, picked_for = cleared(len(answers))
+    assert picker["value"] == [] and picked_for == -len(answers)
+    _, (_, answers, _, _) = run(handlers, "What dataset do they use?", answers, chat, focus=[], focus_for=picked_for)
     assert answers[-1].focus == [] and answers[-1].standalone_question == "What dataset do they use?"
     assert focus_updates([None])[0]["visible"] is False
 
