@@ -1,9 +1,8 @@
 """`RagService` wires config -> embeddings -> store -> retriever -> answer pipeline, once.
 
-The CLI, the `answer()` functions and the UI all go through it. Each part is built on first use,
-so a command that needs no model loads none; tests pass their own parts to the constructor. What
-an answer is made of lives in `rag.answering.pipeline`; re-opening an index another process wrote
-to, in `rag.index.access`.
+The CLI, the `answer()` functions and the UI all go through it. Each part is built on first use, so a command
+that needs no model loads none; tests pass their own parts to the constructor. What an answer is made of lives
+in `rag.answering.pipeline`; re-opening an index another process wrote to, in `rag.index.access`.
 """
 
 from __future__ import annotations
@@ -339,7 +338,8 @@ class RagService:
             "focus": list(standalone.focus),
         }
         lookup = bool(standalone.focus)  # a follow-up held to the papers in focus is a lookup of them
-        answer = None if lookup else many_papers_answer(understood, applied, self._search, self.config, **stamp)
+        embed = lambda: self.sentence_embeddings  # noqa: E731 - an overview embeds its papers' sentences
+        answer = None if lookup else many_papers_answer(understood, applied, self._search, self.config, embed, **stamp)
         if answer is None:  # a lookup: the answer pipeline's, over what retrieval finds
             sources = self._search(understood.text, k, standalone.held(applied))
             pieces = self.pipeline.stream(replace(standalone, question=understood.text), sources, stamp)

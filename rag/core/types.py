@@ -157,6 +157,29 @@ class SentenceCheck:
 
 
 @dataclass(frozen=True)
+class Quote:
+    """A sentence of a paper's abstract, quoted as it stands, with the `[n]` that cites the paper."""
+
+    paper_id: str
+    number: int
+    sentence: str
+
+
+@dataclass(frozen=True)
+class Theme:
+    """One theme of an overview answer: papers that do alike, named by the words that set them apart."""
+
+    name: str
+    words: tuple[str, ...]  # the distinctive words, most distinctive first (class-based TF-IDF)
+    paper_ids: tuple[str, ...]  # most typical first
+    quotes: tuple[Quote, ...]  # two or three sentences of its most typical papers
+
+    @property
+    def size(self) -> int:
+        return len(self.paper_ids)
+
+
+@dataclass(frozen=True)
 class Answer:
     """A cited answer. `[n]` in `text` refers to `sources[n - 1]`."""
 
@@ -182,11 +205,12 @@ class Answer:
     count: int | None = None  # list and count: how many papers passed the line
     line: str | None = None  # list and count: how the line for "about the topic" was drawn
     focus: list[str] = field(default_factory=list)  # a follow-up's papers in focus, answered from (paper ids)
+    themes: list[Theme] = field(default_factory=list)  # overview: the papers grouped by what they do, largest first
 
     @property
     def listed(self) -> list[Source]:
         """The papers a list or count answer lists (all its sources); empty for other kinds."""
-        return list(self.sources) if self.kind in ("list", "count") and not self.refused else []
+        return list(self.sources) if self.kind in ("list", "count", "overview") and not self.refused else []
 
     @property
     def cited(self) -> list[str]:
@@ -215,6 +239,8 @@ class Answer:
             return f"Quoted from the abstracts: {self.shortfall}." if self.shortfall else "Quoted from the abstracts."
         if self.answered_by in ("list", "compare"):
             return "Each line quotes the abstract it cites."
+        if self.answered_by == "overview":
+            return "Themes grouped by what the papers' sentences say they do; each quote is cited."
         return None
 
     def to_dict(self) -> dict[str, Any]:
@@ -245,6 +271,7 @@ class Answer:
             "count": self.count,
             "line": self.line,
             "focus": self.focus,
+            "themes": [{**asdict(theme), "size": theme.size} for theme in self.themes],
         }
 
     def export(self, fmt: ExportFormat) -> str:

@@ -1,0 +1,93 @@
+"""Overview answers ("what are the main approaches to X?"): the topic's papers grouped into themes.
+
+Over the real index of the mixture-of-experts slice of the ICLR 2025 list (tests/conftest.py), with the
+bundled embedding model: through `rag.answer()`, the service and the CLI as typed.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import settings_for
+
+from rag.answering.themes import MIN_PAPERS, OTHERS, silhouette
+from rag.core.markup import plain_text
+from rag.service import RagService
+
+OVERVIEW = "What are the main approaches to mixture-of-experts?"
+
+
+@pytest.fixture(scope="module")
+def moe(moe_index, embeddings) -> RagService:
+    return RagService(settings_for(moe_index), embeddings=embeddings)
+
+
+def test_an_overview_groups_every_listed_paper_into_exactly_one_theme(moe_index):
+    import rag
+
+    answer = rag.answer(OVERVIEW, config=settings_for(moe_index))
+    listed = rag.answer("Which papers are about mixture-of-experts?", config=settings_for(moe_index))
+    assert answer.kind == "overview" and answer.answered_by == "overview" and not answer.refused
+    assert len(answer.themes) >= 2
+    grouped = [paper_id for theme in answer.themes for paper_id in theme.paper_ids]
+    assert len(grouped) == len(set(grouped)), "a paper sits in two themes"
+    # The themes partition the papers the list of the same topic draws: no paper dropped, none added.
+    assert set(grouped) == {source.paper_id for source in answer.sources} == {s.paper_id for s in listed.listed}
+    named = [theme for theme in answer.themes if theme.name != OTHERS]
+    assert [theme.size for theme in named] == sorted((theme.size for theme in named), reverse=True)
+    assert all(theme.words and theme.name == ", ".join(theme.words) for theme in named)
+
+
+def test_each_quote_is_a_sentence_of_the_abstract_it_cites(moe):
+    answer = moe.answer(OVERVIEW)
+    assert all(1 <= len(theme.quotes) <= 3 for theme in answer.themes)
+    for theme in answer.themes:
+        for quote in theme.quotes:
+            assert quote.paper_id in theme.paper_ids
+            assert answer.sources[quote.number - 1].paper_id == quote.paper_id
+            assert quote.sentence in moe.paper(quote.paper_id)["abstract"]
+            assert f"“{plain_text(quote.sentence)}” [{quote.number}]" in answer.text
+    # The text: the head, then one line per theme that cites each of its papers.
+    head, *lines = answer.text.split("\n")
+    assert head.endswith(f"grouped into {len(answer.themes)} themes by what they do, largest first:")
+    assert len(lines) == len(answer.themes)
+    assert set(answer.cited) == {source.paper_id for source in answer.sources}
+
+
+def test_a_topic_with_too_few_papers_says_so_in_one_line_and_lists_them(moe):
+    answer = moe.answer("Summarize the oral papers on mixture-of-experts")
+    assert answer.kind == "overview" and answer.filters == {"status": ["Oral"]}
+    assert 0 < len(answer.listed) < MIN_PAPERS and answer.themes == []
+    head, *lines = answer.text.split("\n")
+    assert head.endswith(f"too few to group into themes ({MIN_PAPERS} at least), so listed instead:")
+    assert len(lines) == len(answer.listed)
+
+
+def test_a_lookup_and_a_list_are_not_overviews(moe):
+    assert moe.answer("Which papers are about mixture-of-experts?").themes == []
+    assert moe.answer("How does Ada-K routing choose the number of experts?").kind == "lookup"
+
+
+def test_the_cli_prints_the_themes_and_json_and_the_api_payload_carry_them(moe_index, moe):
+    from clirun import rag
+
+    shown = rag("ask", OVERVIEW, index=moe_index)
+    assert shown.returncode == 0, shown.stderr
+    assert "themes by what they do, largest first:" in shown.stdout and "\n1. " in shown.stdout
+    data = json.loads(rag("ask", OVERVIEW, "--json", index=moe_index).stdout)
+    assert data["kind"] == "overview" and data["themes"]
+    ids = {source["paper_id"] for source in data["sources"]}
+    assert {paper_id for theme in data["themes"] for paper_id in theme["paper_ids"]} == ids
+    payload = moe.answer(OVERVIEW).to_payload()  # what /v1's `rag` field and MCP's `ask` return
+    assert payload["themes"] and all(theme["size"] == len(theme["paper_ids"]) for theme in payload["themes"])
+    assert {"name", "words", "paper_ids", "quotes"} <= set(payload["themes"][0])
+
+
+def test_silhouette_prefers_the_grouping_that_separates():
+    import numpy as np
+
+    vectors = np.array([[1.0, 0.0], [0.99, 0.14], [0.0, 1.0], [0.14, 0.99]])
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    assert silhouette(vectors, np.array([1, 1, 2, 2])) > 0.5 > silhouette(vectors, np.array([1, 2, 1, 2]))
+    assert silhouette(vectors, np.array([1, 1, 1, 1])) == 0.0
