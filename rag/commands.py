@@ -248,7 +248,12 @@ def run_stats(args: argparse.Namespace) -> int:
 
 def run_eval(args: argparse.Namespace) -> int:
     from rag.evaluate import ServiceSystem, evaluate, load_questions, metrics_table
+    from rag.theme_eval import is_overview_set, overview_report, report_table
 
+    if is_overview_set(args.questions):  # overview questions: how well the themes separate papers
+        report = overview_report(service_from(args), args.questions, args.split)
+        print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else report_table(report))
+        return 0
     questions = load_questions(args.questions, args.split)
     service = service_from(args, retrieval={"mode": args.mode} if args.mode else {})
     system = ServiceSystem(service, answers=args.answers)

@@ -91,3 +91,21 @@ def test_silhouette_prefers_the_grouping_that_separates():
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     assert silhouette(vectors, np.array([1, 1, 2, 2])) > 0.5 > silhouette(vectors, np.array([1, 2, 1, 2]))
     assert silhouette(vectors, np.array([1, 1, 1, 1])) == 0.0
+
+
+@pytest.mark.slow
+def test_the_v1_api_carries_the_themes_in_its_rag_field(moe_index, tmp_path):
+    import httpx
+    from conftest import user_environment
+
+    from benchmarks.harness.servers import ServeProcess
+
+    env = user_environment(tmp_path) | {"RAG_VECTORSTORE__PATH": str(moe_index)}
+    with ServeProcess(tmp_path / "serve.log", env, "--config", "extractive") as server:
+        body = {"model": "extractive", "messages": [{"role": "user", "content": OVERVIEW}]}
+        reply = httpx.post(f"{server.url}v1/chat/completions", json=body, timeout=300).json()
+    rag = reply["rag"]
+    assert rag["kind"] == "overview" and len(rag["themes"]) >= 2
+    assert reply["choices"][0]["message"]["content"] == rag["text"]
+    numbered = {source["number"]: source["paper_id"] for source in rag["sources"]}
+    assert all(numbered[quote["number"]] == quote["paper_id"] for theme in rag["themes"] for quote in theme["quotes"])

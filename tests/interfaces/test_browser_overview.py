@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from conftest import settings_for
-from test_browser import FINAL, ask, browser, open_app, page, screenshot, serve  # noqa: F401 - fixtures
+from test_browser import FINAL, SCREENSHOTS, ask, browser, open_app, page, screenshot, serve  # noqa: F401 - fixtures
 
+from rag.core.config import PROJECT_ROOT
 from rag.service import RagService
 
 pytestmark = pytest.mark.browser
@@ -44,3 +47,7 @@ def test_the_themes_show_as_a_list_with_their_papers_folded_under_each(page, ove
     assert expected.sources[number - 1].title.split(":")[0] in card_title
     screenshot(page, "ui-overview.png")
     assert "grouped into" in page.locator(FINAL).last.inner_text() and page.dialogs == []
+    # The README's ui/overview.png, the answer alone, made again with UPDATE_README_SCREENSHOT=1.
+    readme = os.environ.get("UPDATE_README_SCREENSHOT") == "1"
+    chat = page.locator("#rag-chat")
+    chat.screenshot(path=str(PROJECT_ROOT / "ui" / "overview.png" if readme else SCREENSHOTS / "ui-overview-chat.png"))
