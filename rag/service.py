@@ -338,8 +338,8 @@ class RagService:
             "focus": list(standalone.focus),
         }
         lookup = bool(standalone.focus)  # a follow-up held to the papers in focus is a lookup of them
-        embed = lambda: self.sentence_embeddings  # noqa: E731 - an overview embeds its papers' sentences
-        answer = None if lookup else many_papers_answer(understood, applied, self._search, self.config, embed, **stamp)
+        parts = lambda: (self.sentence_embeddings, self.pipeline)  # noqa: E731 - an overview's, made if asked
+        answer = None if lookup else many_papers_answer(understood, applied, self._search, self.config, parts, **stamp)
         if answer is None:  # a lookup: the answer pipeline's, over what retrieval finds
             sources = self._search(understood.text, k, standalone.held(applied))
             pieces = self.pipeline.stream(replace(standalone, question=understood.text), sources, stamp)

@@ -54,6 +54,7 @@ CSS = """
 .rag-theme { margin: 0.35em 0; }
 .rag-theme-name { font-weight: 600; }
 .rag-theme-size { color: var(--body-text-color-subdued); font-size: 0.88em; }
+.rag-theme-summary { display: block; margin: 0.1em 0 0 0.6em; }
 .rag-theme-quote { display: block; font-size: 0.92em; margin: 0.1em 0 0 0.6em; }
 .rag-theme-papers { font-size: 0.88em; margin: 0.15em 0 0 0.6em; }
 .rag-theme-papers ul { margin: 0.2em 0; padding-left: 0.4em; list-style: none; }

@@ -1,7 +1,7 @@
 """An overview answer on the page: its themes as a short list, each theme's papers folded under it.
 
-Each theme shows its name (its distinctive words), its size and its quoted sentences with their `[n]`
-badges; its papers sit in a `<details>` under it, closed until opened. Every piece of text is escaped
+Each theme shows its name (its distinctive words), its size, a configured model's checked sentence about
+it when it has one, and its quoted sentences, all with their `[n]` badges; its papers sit in a `<details>` under it, closed until opened. Every piece of text is escaped
 (titles and quotes through `markup_html`), as in ui/render.py, which calls `themes_html` for an answer
 that has themes.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from html import escape
 
+from rag.core.markers import MARKER, cited_numbers
 from rag.core.markup import markup_html
 from rag.core.types import Answer, Theme, safe_url
 
@@ -42,9 +43,21 @@ def _theme_html(theme: Theme, answer: Answer, turn: int, badge: Badge) -> str:
             title = f'<a href="{escape(url)}" target="_blank" rel="noopener noreferrer">{title}</a>'
         papers.append(f"<li>{badge(turn, number, source.title)} {title}</li>")
     noun = "paper" if theme.size == 1 else "papers"
+    summary = f'<span class="rag-theme-summary">{_cited_html(theme.summary, answer, turn, badge)}</span>'
     return (
         f'<li class="rag-theme"><span class="rag-theme-name">{escape(theme.name)}</span> '
-        f'<span class="rag-theme-size">({theme.size} {noun})</span>{quotes}'
+        f'<span class="rag-theme-size">({theme.size} {noun})</span>{summary if theme.summary else ""}{quotes}'
         f'<details class="rag-theme-papers"><summary>Its {theme.size} {noun}</summary><ul>{"".join(papers)}</ul>'
         "</details></li>"
     )
+
+
+def _cited_html(text: str, answer: Answer, turn: int, badge: Badge) -> str:
+    """A model's sentence, escaped, its `[n]` markers as badges (the answer's numbers, checked already)."""
+    html, last = "", 0
+    for match in MARKER.finditer(text):
+        numbers = cited_numbers(match.group(0), len(answer.sources))
+        html += markup_html(text[last : match.start()]).rstrip()
+        html += "".join(" " + badge(turn, n, answer.sources[n - 1].title) for n in numbers)
+        last = match.end()
+    return html + markup_html(text[last:])

@@ -173,6 +173,7 @@ class Theme:
     words: tuple[str, ...]  # the distinctive words, most distinctive first (class-based TF-IDF)
     paper_ids: tuple[str, ...]  # most typical first
     quotes: tuple[Quote, ...]  # two or three sentences of its most typical papers
+    summary: str = ""  # a configured model's sentence about them, with [n] markers, kept only when checked
 
     @property
     def size(self) -> int:
@@ -240,7 +241,11 @@ class Answer:
         if self.answered_by in ("list", "compare"):
             return "Each line quotes the abstract it cites."
         if self.answered_by == "overview":
-            return "Themes grouped by what the papers' sentences say they do; each quote is cited."
+            grouped = "Themes grouped by what the papers' sentences say they do; each quote is cited"
+            if any(theme.summary for theme in self.themes):
+                by = f"the language model{f' ({model})' if model else ''}"
+                return f"{grouped}; a theme's first sentence is written by {by} and checked against the quotes it cites."
+            return f"{grouped}."
         return None
 
     def to_dict(self) -> dict[str, Any]:

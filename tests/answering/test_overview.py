@@ -7,6 +7,7 @@ bundled embedding model: through `rag.answer()`, the service and the CLI as type
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from conftest import settings_for
@@ -109,3 +110,40 @@ def test_the_v1_api_carries_the_themes_in_its_rag_field(moe_index, tmp_path):
     assert reply["choices"][0]["message"]["content"] == rag["text"]
     numbered = {source["number"]: source["paper_id"] for source in rag["sources"]}
     assert all(numbered[quote["number"]] == quote["paper_id"] for theme in rag["themes"] for quote in theme["quotes"])
+
+
+@pytest.mark.slow
+def test_with_the_bundled_model_a_theme_sentence_is_kept_only_when_its_citations_check(moe_index, embeddings):
+    from rag.answering.citations import CitationChecker
+    from rag.core.types import Source
+
+    service = RagService(settings_for(moe_index, "default"), embeddings=embeddings)
+    answer = service.answer(OVERVIEW)
+    written = [theme for theme in answer.themes if theme.summary]
+    assert written, "the bundled model wrote no sentence that passed its check: nothing here was tested"
+    checker = CitationChecker(embeddings, service.config.answer.support_threshold)
+    for theme in written:
+        quoted = {quote.number: quote for quote in theme.quotes}
+        cited = [int(n) for n in re.findall(r"\[(\d+)\]", theme.summary)]
+        assert cited and set(cited) <= set(quoted), theme.summary
+        sources = [Source.from_text(quoted[n].paper_id, "", quoted[n].sentence) for n in sorted(quoted)]
+        local = re.sub(r"\[(\d+)\]", lambda m: f"[{sorted(quoted).index(int(m[1])) + 1}]", theme.summary)
+        _, checks = checker.check(local, sources)
+        assert checks and all(check.supported for check in checks), theme.summary
+        assert theme.summary in answer.text and "written by the language model" in answer.provenance()
+
+
+def test_the_page_shows_a_theme_sentence_escaped_with_its_badges(moe):
+    from dataclasses import replace
+
+    from ui.render import answer_html
+
+    answer = moe.answer(OVERVIEW)
+    first = answer.themes[0]
+    number = first.quotes[0].number
+    written = replace(first, summary=f"They route <img src=x onerror=alert(1)> tokens [{number}].")
+    html = answer_html(replace(answer, themes=[written, *answer.themes[1:]]), turn=0)
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html and "<img" not in html
+    summary = html.split('<span class="rag-theme-summary">', 1)[1].split("</span>", 1)[0]
+    assert summary.startswith("They route") and f"goto-source-0-{number}" in html.split("rag-theme-quote")[0]
+    assert html.count('class="rag-theme"') == len(answer.themes)
