@@ -48,7 +48,7 @@ WRITING = SEARCH_STOPWORDS | frozenset(
     "toward further thus these three can key well superior strong demonstrating demonstrated compared baselines "
     "baseline benchmarks benchmark empirical results highly inspired novel prior recent without remains through "
     "combined combines combining given often many several while can itself challenge challenges technique techniques "
-    "information usage".split()
+    "information usage called named termed substantial conventional typically".split()
 )
 
 

@@ -38,6 +38,8 @@ def test_an_overview_groups_every_listed_paper_into_exactly_one_theme(moe_index)
     named = [theme for theme in answer.themes if theme.name != OTHERS]
     assert [theme.size for theme in named] == sorted((theme.size for theme in named), reverse=True)
     assert all(theme.words and theme.name == ", ".join(theme.words) for theme in named)
+    exported = answer.export("csv").strip().splitlines()  # the papers to take away: every grouped paper
+    assert len(exported) == len(grouped) + 1
 
 
 def test_each_quote_is_a_sentence_of_the_abstract_it_cites(moe):
