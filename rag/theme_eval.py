@@ -89,7 +89,7 @@ def measure(service: RagService, question: OverviewQuestion) -> dict[str, float 
     row |= {"answer_ms": round((time.perf_counter() - started) * 1000), "themes": len(answer.themes)}
     if not answer.themes:
         return row
-    theme_of = {paper_id: theme.name for theme in answer.themes for paper_id in theme.paper_ids}
+    theme_of = {paper_id: str(n) for n, theme in enumerate(answer.themes) for paper_id in theme.paper_ids}
     area_of = {source.paper_id: source.primary_area for source in answer.sources}
     ids = list(theme_of)
     row["area_ari"] = round(adjusted_rand_index([theme_of[i] for i in ids], [area_of[i] for i in ids]), 3)

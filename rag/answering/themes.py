@@ -48,7 +48,7 @@ WRITING = SEARCH_STOPWORDS | frozenset(
     "toward further thus these three can key well superior strong demonstrating demonstrated compared baselines "
     "baseline benchmarks benchmark empirical results highly inspired novel prior recent without remains through "
     "combined combines combining given often many several while can itself challenge challenges technique techniques "
-    "information usage called named termed substantial conventional typically".split()
+    "information usage called named termed substantial conventional typically llm llms".split()
 )
 
 
@@ -69,7 +69,7 @@ def doing_sentences(source: Source, evaluation: bool = False) -> list[str]:
     kept = [sentence for position, sentence in enumerate(sentences) if not is_background(position, sentence)]
     wanted = EVALUATION if evaluation else PROPOSAL
     ranked = sorted(kept or sentences, key=lambda sentence: not wanted.search(sentence))
-    return ranked[:SENTENCES_PER_PAPER]
+    return ranked[:SENTENCES_PER_PAPER] or [source.title]  # a paper with no sentence stands by its title
 
 
 def find_themes(papers: list[Source], topic: str, embeddings: Embeddings, evaluation: bool = False) -> list[Group]:
@@ -89,7 +89,7 @@ def find_themes(papers: list[Source], topic: str, embeddings: Embeddings, evalua
     if alone:
         groups.append(np.asarray(alone))
     texts = [" ".join([paper.title, *held]) for paper, held in zip(papers, sentences)]
-    named = distinctive_words([list(group) for group in groups], texts, topic)
+    named = distinctive_words([list(group) for group in groups], texts, topic, [paper.title for paper in papers])
     found = []
     for group, words, is_others in zip(groups, named, [False] * (len(groups) - bool(alone)) + [bool(alone)]):
         centre = _unit(papers_vectors[group].mean(axis=0))
@@ -137,11 +137,14 @@ def silhouette(vectors: np.ndarray, labels: np.ndarray) -> float:
     return float(np.mean(scores))
 
 
-def distinctive_words(groups: list[list[int]], texts: list[str], topic: str) -> list[list[str]]:
+def distinctive_words(groups: list[list[int]], texts: list[str], topic: str, titles: list[str]) -> list[list[str]]:
     """Each group's most distinctive terms by class-based TF-IDF: the share of the group's papers that use
-    a term, times log(1 + papers / papers using it anywhere). The topic's own words name no theme; a
-    term must be used by two of the group's papers (when it has two)."""
+    a term, times log(1 + papers / papers using it anywhere). Only a term some title uses names a theme
+    (titles hold what papers are about; abstracts' sentences also hold their verbs and connectives), unless
+    none does; the topic's own words name none; a term must be used by two of the group's papers (when it
+    has two)."""
     held = [_terms(text, content_stems(topic)) for text in texts]
+    titled = set().union(*(_terms(title, content_stems(topic)) for title in titles))
     everywhere = Counter(term for terms in held for term in terms)
     named = []
     for group in groups:
@@ -152,7 +155,8 @@ def distinctive_words(groups: list[list[int]], texts: list[str], topic: str) -> 
             for term, count in inside.items()
             if count >= least
         }
-        named.append(_without_overlap(sorted(scores, key=lambda term: (-scores[term], term))))
+        ranked = sorted(scores, key=lambda term: (-scores[term], term))
+        named.append(_without_overlap([term for term in ranked if term in titled] or ranked))
     return named
 
 

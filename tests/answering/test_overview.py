@@ -67,6 +67,12 @@ def test_a_topic_with_too_few_papers_says_so_in_one_line_and_lists_them(moe):
     assert len(lines) == len(answer.listed)
 
 
+def test_a_topic_no_paper_is_about_is_refused_as_a_list_would_be(moe):
+    answer = moe.answer("What are the main approaches to knitting patterns for garments?")
+    assert answer.kind == "overview" and answer.refused and answer.themes == []
+    assert answer.refusal_reason == answer.line and answer.line.startswith("listed: evidence")
+
+
 def test_a_lookup_and_a_list_are_not_overviews(moe):
     assert moe.answer("Which papers are about mixture-of-experts?").themes == []
     assert moe.answer("How does Ada-K routing choose the number of experts?").kind == "lookup"
