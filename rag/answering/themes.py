@@ -143,8 +143,9 @@ def distinctive_words(groups: list[list[int]], texts: list[str], topic: str, tit
     (titles hold what papers are about; abstracts' sentences also hold their verbs and connectives), unless
     none does; the topic's own words name none; a term must be used by two of the group's papers (when it
     has two)."""
-    held = [_terms(text, content_stems(topic)) for text in texts]
-    titled = set().union(*(_terms(title, content_stems(topic)) for title in titles))
+    topical = content_stems(topic) | content_stems(topic.replace("-", " "))  # "mixture-of-experts": "experts" too
+    held = [_terms(text, topical) for text in texts]
+    titled = set().union(*(_terms(title, topical) for title in titles))
     everywhere = Counter(term for terms in held for term in terms)
     named = []
     for group in groups:
