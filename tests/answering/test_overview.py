@@ -155,3 +155,28 @@ def test_the_page_shows_a_theme_sentence_escaped_with_its_badges(moe):
     summary = html.split('<span class="rag-theme-summary">', 1)[1].split("</span>", 1)[0]
     assert summary.startswith("They route") and f"goto-source-0-{number}" in html.split("rag-theme-quote")[0]
     assert html.count('class="rag-theme"') == len(answer.themes)
+
+
+@pytest.mark.slow
+def test_mcp_ask_carries_the_themes(moe_index, tmp_path):
+    import asyncio
+    import sys
+
+    from conftest import user_environment
+    from mcp import Client, StdioServerParameters, stdio_client
+
+    from rag.core.config import PROJECT_ROOT
+
+    env = user_environment(tmp_path) | {"RAG_VECTORSTORE__PATH": str(moe_index)}
+    command = ["-m", "rag.cli", "--config", "extractive", "mcp"]
+    params = StdioServerParameters(command=sys.executable, args=command, env=env, cwd=PROJECT_ROOT)
+
+    async def ask() -> dict:
+        with (tmp_path / "mcp.log").open("w") as errlog:
+            async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=600) as client:
+                return (await client.call_tool("ask", {"question": OVERVIEW})).structured_content
+
+    said = asyncio.run(ask())
+    assert said["kind"] == "overview" and len(said["themes"]) >= 2
+    grouped = {paper_id for theme in said["themes"] for paper_id in theme["paper_ids"]}
+    assert grouped == {source["paper_id"] for source in said["sources"]}
