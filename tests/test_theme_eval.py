@@ -63,3 +63,24 @@ def test_rag_eval_reports_how_the_themes_separate_the_papers(moe_index, moe_samp
     bad = rag("eval", str(tmp_path / "bad.jsonl"), index=moe_index)
     assert bad.returncode != 0 and "bad.jsonl:1: not an overview question" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_the_hand_made_groups_name_real_papers_each_once():
+    import gzip
+
+    from conftest import FULL_LIST
+
+    from rag.core.config import PROJECT_ROOT
+    from rag.theme_eval import load_overview_questions
+
+    if not FULL_LIST.exists():
+        pytest.skip(f"{FULL_LIST} is not here")
+    with gzip.open(FULL_LIST, "rt", encoding="utf-8") as lines:
+        ids = {json.loads(line)["id"] for line in lines}
+    questions = load_overview_questions(PROJECT_ROOT / "tests" / "eval" / "overview_questions.jsonl")
+    assert {question.split for question in questions} == {"dev", "test"}
+    labelled = [question for question in questions if question.groups]
+    assert len(labelled) == 3
+    for question in labelled:
+        grouped = [paper_id for papers in question.groups.values() for paper_id in papers]
+        assert len(grouped) == len(set(grouped)) and set(grouped) <= ids, question.question
