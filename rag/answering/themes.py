@@ -90,12 +90,13 @@ def find_themes(papers: list[Source], topic: str, embeddings: Embeddings, evalua
         groups.append(np.asarray(alone))
     texts = [" ".join([paper.title, *held]) for paper, held in zip(papers, sentences)]
     named = distinctive_words([list(group) for group in groups], texts, topic, [paper.title for paper in papers])
+    others = len(groups) - 1 if alone else None  # the last group gathers the papers left alone: no name
     found = []
-    for group, words, is_others in zip(groups, named, [False] * (len(groups) - bool(alone)) + [bool(alone)]):
+    for position, (group, words) in enumerate(zip(groups, named)):
         centre = _unit(papers_vectors[group].mean(axis=0))
         members = sorted(map(int, group), key=lambda i: -float(papers_vectors[i] @ centre))
         quotes = tuple((i, _nearest(sentences[i], by_paper[i] @ centre)) for i in members[:QUOTES_PER_THEME])
-        found.append(Group(tuple(members), () if is_others else tuple(words), quotes))
+        found.append(Group(tuple(members), () if position == others else tuple(words), quotes))
     return found
 
 
