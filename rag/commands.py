@@ -135,7 +135,10 @@ def print_answer(final, service, printed: bool = False) -> None:
         return  # the text names the closest papers
     if note := final.provenance(service.model_label() if final.answered_by == "model" else ""):
         print(f"({note})")
-    print("\nSources, best match first (* cited):")
+    if final.table:
+        print(f"\n{final.table.plain()}")
+    if final.sources:
+        print("\nSources, best match first (* cited):")
     for number, source in by_relevance(final.sources):
         mark = "*" if source.paper_id in final.cited else " "
         print(f"{mark}[{number}] {plain_text(source.title)} ({source.paper_id}), relevance {source.relevance:.0%}")
