@@ -46,7 +46,8 @@ def tally_answer(
             return replace(listed, kind="tally")
         sources, ranked = listed.sources, max(map(len, rankings))
         columns = _only(columns, {source.paper_id for source in sources})
-        capped = ", as many as a list shows: there may be more" if ranked >= settings.questions.list_cap else ""
+        full = ranked >= settings.questions.list_cap and len(sources) == ranked  # as a list says "at least"
+        capped = ", as many as a list shows: there may be more" if full else ""
         drawn = f"found on “{topic.text}” (those a list keeps of the {ranked} best-ranked{capped})"
         line = f"the topic's papers {listed.line}"
     missing = _missing(tally, applied, columns, stored)
