@@ -60,7 +60,8 @@ class CountReport:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        return {"questions": self.questions, "split": self.split, "metrics": self.metrics(), "rows": [vars(r) for r in self.rows]}
+        rows = [vars(row) for row in self.rows]
+        return {"questions": self.questions, "split": self.split, "metrics": self.metrics(), "rows": rows}
 
     def table(self, misses: bool = False) -> str:
         """The figures for people; with `misses`, each inexact question and what was off."""
@@ -72,7 +73,8 @@ class CountReport:
             f"answer ms p95        {m['answer_ms_p95']:.0f}",
         ]
         if misses:
-            lines += [f"  {row.split:4} {row.question[:80]}: {'; '.join(row.problems)}" for row in self.rows if not row.exact]
+            missed = [row for row in self.rows if not row.exact]
+            lines += [f"  {row.split:4} {row.question[:80]}: {'; '.join(row.problems)}" for row in missed]
         return "\n".join(lines)
 
 
@@ -119,8 +121,9 @@ def check(answer: Answer, spec: dict[str, Any], papers: list[dict[str, Any]]) ->
     if answer.filters != spec.get("filters", {}):
         problems.append(f"filters {answer.filters}, not {spec.get('filters', {})}")
     drawn = {source.paper_id for source in answer.sources}
-    counted = [p for p in papers if admits(spec.get("filters", {}), p) and (not spec.get("topic") or p["paper_id"] in drawn)]
-    if spec.get("topic") and len(counted) != len(drawn):
+    topic = spec.get("topic")
+    counted = [p for p in papers if admits(spec.get("filters", {}), p) and (not topic or p["paper_id"] in drawn)]
+    if topic and len(counted) != len(drawn):
         problems.append(f"{len(drawn) - len(counted)} drawn papers fail the filters")
     if table.counted != len(counted):
         problems.append(f"counted {table.counted}, directly {len(counted)}")

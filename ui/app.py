@@ -35,7 +35,7 @@ from ui.render import (
     streaming_html,
 )
 from ui.style import CSS, SCRIPT
-from ui.tally import tally_outputs, tally_updates
+from ui.tally import tally_view
 
 log = logging.getLogger(__name__)
 
@@ -254,7 +254,7 @@ def build_app(service: RagService) -> gr.Blocks:
             with gr.Column(scale=2):
                 panel = gr.HTML(sources_panel_html(None, 0), elem_id="rag-sources", js_on_load=None)
                 downloads = download_buttons()
-                tally = tally_outputs()
+                tally_of = tally_view(answers)
 
         outputs = [chatbot, answers, panel, question]
         respond: dict[str, Any] = {
@@ -272,7 +272,6 @@ def build_app(service: RagService) -> gr.Blocks:
         # a changed State by hashing its value, and an Answer (a frozen dataclass holding lists) can't be hashed.
         downloads_of = {"fn": handlers.downloads, "inputs": [answers], "outputs": downloads, **private}
         focus_of = {"fn": focus_updates, "inputs": [answers], "outputs": [focus, clear_focus, focus_for], **private}
-        tally_of = {"fn": tally_updates, "inputs": [answers], "outputs": tally, **private}
 
         def refresh(event: Any) -> None:
             event.then(**show_chips).then(**downloads_of).then(**focus_of).then(**tally_of)

@@ -11,15 +11,17 @@ import gradio as gr
 from rag.core.types import Answer
 
 
-def tally_outputs() -> list[gr.components.Component]:
-    """The table and the chart, hidden until an answer counts something."""
+def tally_view(answers: gr.State) -> dict[str, Any]:
+    """The table and the chart, hidden until an answer counts something, and the step that fills them from
+    the answers, to run after each answer (`event.then(**step)`)."""
+    widths = ["80%", "20%"]
     table = gr.Dataframe(
-        elem_id="rag-tally-table", visible=False, interactive=False, max_height=320, wrap=True, column_widths=["80%", "20%"]
+        elem_id="rag-tally-table", visible=False, interactive=False, wrap=True, max_height=320, column_widths=widths
     )
     chart = gr.BarPlot(
         elem_id="rag-tally-chart", x="group", y="papers", y_lim=[0, None], x_label_angle=-40, height=360, visible=False
     )
-    return [table, chart]
+    return {"fn": tally_updates, "inputs": [answers], "outputs": [table, chart], "api_visibility": "private"}
 
 
 def tally_updates(answers: list[Answer | None]) -> tuple[Any, Any]:

@@ -28,9 +28,10 @@ MOST = r"(?:the\s+)?(?:most|fewest|least|largest\s+number\s+of|highest\s+number\
 NUMBER_WORDS = {"three": 3, "five": 5, "ten": 10, "twenty": 20}
 TOP_N = r"(?P<n>\d{1,3}|three|five|ten|twenty)"
 COUNTED_N = TOP_N.replace("?P<n>", "?P<m>")  # the same, where a pattern has two places for it
+SHOW = r"(?:list|show|name|give)\s+(?:me\s+)?(?:the\s+)?"
 # "Which areas have the most …", "what authors wrote the most …", "the 5 authors with the most …".
 ASKS = re.compile(
-    rf"^\W*(?:(?:which|what)\s+(?:are\s+the\s+)?|(?:list|show|name|give)\s+(?:me\s+)?(?:the\s+)?)(?:{TOP_N}\s+)?"
+    rf"^\W*(?:(?:which|what)\s+(?:are\s+the\s+)?|{SHOW})(?:{TOP_N}\s+)?"
     rf"(?P<group>{GROUP})\s+(?:\w+\s+){{0,2}}?{MOST}\b",
     re.IGNORECASE,
 )
@@ -55,7 +56,7 @@ TOPIC_AFTER = re.compile(
 )
 LEAD = re.compile(
     rf"^\W*(?:how\s+many|(?:what\s+is\s+)?(?:the\s+)?number\s+of|count\s+(?:the\s+)?|{MOST}|(?:with|have|has)\s+{MOST}|"
-    r"(?:what|which)\s+(?:are|is)\s+(?:the\s+)?|(?:show|list|give|name)\s+(?:me\s+)?(?:the\s+)?)\s*",
+    rf"(?:what|which)\s+(?:are|is)\s+(?:the\s+)?|{SHOW})\s*",
     re.IGNORECASE,
 )
 # Words that say nothing about a topic: "how many papers were there in total at ICLR 2025?"
