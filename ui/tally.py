@@ -14,7 +14,7 @@ from rag.core.types import Answer
 def tally_view(answers: gr.State) -> dict[str, Any]:
     """The table and the chart, hidden until an answer counts something, and the step that fills them from
     the answers, to run after each answer (`event.then(**step)`)."""
-    widths = ["80%", "20%"]
+    widths: list[str | int] = ["80%", "20%"]
     table = gr.Dataframe(
         elem_id="rag-tally-table", visible=False, interactive=False, wrap=True, max_height=320, column_widths=widths
     )
