@@ -72,21 +72,3 @@ def test_v1_carries_the_table_in_its_rag_field(tmp_path, moe_index, moe_sample):
     assert {name: number for name, number in extra["table"]["rows"]} == expected
     assert extra["table"]["counted"] == sum(expected.values()) and extra["table"]["field"] == "primary_area"
 
-
-@pytest.mark.slow
-def test_mcp_ask_returns_the_table(tmp_path, moe_sample):
-    """The MCP SDK's own client against `rag mcp` of a user who ingested the slice of the list."""
-    from test_mcp import with_client
-
-    ingested = subprocess.run(
-        [sys.executable, "-m", "rag.cli", "--config", "extractive", "ingest", str(moe_sample)],
-        capture_output=True, text=True, env=user_environment(tmp_path), cwd=PROJECT_ROOT, timeout=600,
-    )
-    assert ingested.returncode == 0, ingested.stderr
-
-    async def session(client) -> dict:
-        return (await client.call_tool("ask", {"question": AREAS_OF_ORALS})).structured_content
-
-    called = with_client(tmp_path, session)
-    assert called["kind"] == "tally" and called["table"]["columns"] == ["primary area", "papers"]
-    assert {name: number for name, number in called["table"]["rows"]} == areas_of(records(moe_sample), "Oral")
