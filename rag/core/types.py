@@ -176,11 +176,11 @@ class Answer:
     checks: list[SentenceCheck] = field(default_factory=list)
     standalone_question: str = ""
     config: str = ""
-    # What the question asked for (rag.retrieval.understand): lookup, list, count or compare; tally (rag.retrieval.tally).
+    # What the question asked for: lookup, list, count or compare (rag.retrieval.understand), tally (….tally).
     kind: str = "lookup"
     filters: dict[str, Any] = field(default_factory=dict)  # applied: explicit ones, else those understood
     understood: list[str] = field(default_factory=list)  # filters read from the question's words, in words
-    count: int | None = None  # list and count: how many papers passed the line
+    count: int | None = None  # list and count: how many papers passed the line; tally: how many were counted
     line: str | None = None  # list and count: how the line for "about the topic" was drawn
     focus: list[str] = field(default_factory=list)  # a follow-up's papers in focus, answered from (paper ids)
     table: Table | None = None  # tally: the papers counted per group of a stored field (rag/core/tables.py)

@@ -91,7 +91,8 @@ def test_a_topic_restricts_the_papers_first_and_the_answer_says_how(sample_servi
     assert all(paper["status"] in ACCEPTED for paper in papers)
     assert all("diffusion" in f"{s.title} {s.text}".lower() for s in answer.sources)
     rows_hold(answer.table, direct(papers, "authors"))
-    assert f"The {len(papers)} accepted papers (status: Oral, Spotlight or Poster) found on “diffusion”" in answer.text
+    accepted = "accepted papers (status: Oral, Spotlight or Poster)"
+    assert f"The {len(papers)} {accepted} found on “diffusion”" in answer.text
     assert answer.line.startswith("the topic's papers listed: evidence")
 
 

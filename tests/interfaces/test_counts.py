@@ -34,9 +34,11 @@ def test_the_cli_prints_the_counts_as_a_table_and_json_carries_them(moe_index, m
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
     header = next(number for number, line in enumerate(lines) if line.split() == ["primary", "area", "papers"])
-    printed = {line.rsplit(maxsplit=1)[0]: int(line.split()[-1]) for line in lines[header + 1 : header + 1 + len(expected)]}
+    rows = lines[header + 1 : header + 1 + len(expected)]
+    printed = {line.rsplit(maxsplit=1)[0]: int(line.split()[-1]) for line in rows}
     assert printed == expected
-    assert f"The {sum(expected.values())} papers with status: Oral are in {len(expected)} primary areas." in shown.stdout
+    orals = sum(expected.values())
+    assert f"The {orals} papers with status: Oral are in {len(expected)} primary areas." in shown.stdout
     assert "Sources, best match first" not in shown.stdout  # nothing was retrieved
     data = json.loads(rag("ask", AREAS_OF_ORALS, "--json", index=moe_index).stdout)
     assert data["kind"] == "tally" and data["count"] == sum(expected.values())

@@ -20,7 +20,13 @@ EVAL = PROJECT_ROOT / "tests" / "eval"
     [
         ("Which research areas have the most oral papers?", "primary_area", None, "", Filters(status=("Oral",))),
         ("How many spotlight papers per area?", "primary_area", None, "", Filters(status=("Spotlight",))),
-        ("Which authors have the most accepted papers on diffusion?", "authors", None, "diffusion", Filters(status=ACCEPTED)),
+        (
+            "Which authors have the most accepted papers on diffusion?",
+            "authors",
+            None,
+            "diffusion",
+            Filters(status=ACCEPTED),
+        ),
         ("How many papers were withdrawn?", None, None, "", Filters(status=("Withdrawn",))),
         ("How many orals are there?", None, None, "", Filters(status=("Oral",))),
         ("How many papers were desk rejected?", None, None, "", Filters(status=("Desk Rejected",))),
