@@ -135,7 +135,10 @@ def print_answer(final, service, printed: bool = False) -> None:
         return  # the text names the closest papers
     if note := final.provenance(service.model_label() if final.answered_by == "model" else ""):
         print(f"({note})")
-    print("\nSources, best match first (* cited):")
+    if final.table:
+        print(f"\n{final.table.plain()}")
+    if final.sources:
+        print("\nSources, best match first (* cited):")
     for number, source in by_relevance(final.sources):
         mark = "*" if source.paper_id in final.cited else " "
         print(f"{mark}[{number}] {plain_text(source.title)} ({source.paper_id}), relevance {source.relevance:.0%}")
@@ -248,8 +251,13 @@ def run_stats(args: argparse.Namespace) -> int:
 
 def run_eval(args: argparse.Namespace) -> int:
     from rag.evaluate import ServiceSystem, evaluate, load_questions, metrics_table
+    from rag.evaluate_counts import evaluate_counts, is_count_set
     from rag.theme_eval import is_overview_set, overview_report, report_table
 
+    if is_count_set(args.questions):  # counting questions: every figure exact, against a direct count
+        counts = evaluate_counts(service_from(args), args.questions, args.split)
+        print(json.dumps(counts.to_dict(), indent=2) if args.json else counts.table(misses=args.misses))
+        return 0
     if is_overview_set(args.questions):  # overview questions: how well the themes separate papers
         report = overview_report(service_from(args), args.questions, args.split)
         print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else report_table(report))

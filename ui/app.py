@@ -35,6 +35,7 @@ from ui.render import (
     streaming_html,
 )
 from ui.style import CSS, SCRIPT
+from ui.tally import tally_view
 
 log = logging.getLogger(__name__)
 
@@ -253,6 +254,7 @@ def build_app(service: RagService) -> gr.Blocks:
             with gr.Column(scale=2):
                 panel = gr.HTML(sources_panel_html(None, 0), elem_id="rag-sources", js_on_load=None)
                 downloads = download_buttons()
+                tally_of = tally_view(answers)
 
         outputs = [chatbot, answers, panel, question]
         respond: dict[str, Any] = {
@@ -272,7 +274,7 @@ def build_app(service: RagService) -> gr.Blocks:
         focus_of = {"fn": focus_updates, "inputs": [answers], "outputs": [focus, clear_focus, focus_for], **private}
 
         def refresh(event: Any) -> None:
-            event.then(**show_chips).then(**downloads_of).then(**focus_of)
+            event.then(**show_chips).then(**downloads_of).then(**focus_of).then(**tally_of)
 
         refresh(gr.on([question.submit, ask.click], **respond))
         refresh(examples.load_input_event.then(**respond))
