@@ -26,6 +26,7 @@ from rag.core.types import Answer
 from rag.retrieval.focus import History
 from rag.service import RagService
 from ui.focus import cleared, focus_picker, focus_updates, history_for
+from ui.related import PANEL_JS, add_more_like_this
 from ui.render import (
     answer_html,
     answer_payload,
@@ -251,8 +252,9 @@ def build_app(service: RagService) -> gr.Blocks:
                 understood = understood_chips()
                 pickers = filter_inputs(choices)
             with gr.Column(scale=2):
-                panel = gr.HTML(sources_panel_html(None, 0), elem_id="rag-sources", js_on_load=None)
+                panel = gr.HTML(sources_panel_html(None, 0), elem_id="rag-sources", js_on_load=PANEL_JS)
                 downloads = download_buttons()
+                add_more_like_this(service, panel)  # a card's "More like this": its related papers, under it
 
         outputs = [chatbot, answers, panel, question]
         respond: dict[str, Any] = {

@@ -218,6 +218,9 @@ def source_card(source: Source, number: int, turn: int, cited: bool, highlight: 
     if source.primary_area:
         facts.append(escape(source.primary_area))
     state = "cited" if cited else "not cited"
+    # ui/related.py: the papers like this one, under the panel (a span, so the panel holds no <button>).
+    paper = escape(source.paper_id)
+    facts.append(f'<span class="rag-more-like" role="button" tabindex="0" data-paper="{paper}">More like this</span>')
     return (
         f'<div class="rag-card {"rag-cited" if cited else "rag-uncited"}" id="{anchor(turn, number)}">'
         f'<div class="rag-card-title"><span class="rag-number">[{number}]</span> {markup_html(source.title)} '

@@ -390,3 +390,39 @@ def test_an_understood_filter_shows_as_a_chip_that_one_click_drops(page, moe_app
     assert library.failed_blocks == [] and len(library.entries) == rows > 0
     assert all(entry["url"].startswith("https://openreview.net/forum?id=") for entry in library.entries)
     assert page.dialogs == []
+
+
+def test_more_like_this_on_a_card_shows_its_related_papers_each_tied_by_a_sentence_of_both(page, tmp_path, embeddings):
+    """A source card's "More like this" (ui/related.py), by click and by keyboard, over the seeds alone; the
+    README's ui/screenshot-related.png with UPDATE_README_SCREENSHOT=1 (else into test-output/)."""
+    service = RagService(settings_for(tmp_path / "index"), embeddings=embeddings)
+    service.ingest([SEED_FILE])
+    demo, url = serve(service)
+    try:
+        page.set_viewport_size({"width": 1280, "height": 900})
+        open_app(page, url)
+        ask(page, RXNFLOW)
+        first = page.locator("#source-0-1")
+        assert "Synthetic Pathway for Drug Design" in first.locator(".rag-card-title").inner_text()
+        first.locator(".rag-more-like").click()
+        heading = page.locator("#rag-related .rag-panel-heading")
+        heading.wait_for(timeout=30_000)
+        assert "Synthetic Pathway for Drug Design" in heading.inner_text()
+        papers = page.locator("#rag-related .rag-related-paper")
+        assert papers.count() == service.config.retrieval.k
+        assert "NExT-Mol" in papers.first.inner_text()  # the seeds' other paper on generating molecules
+        assert "Synthetic Pathway" not in page.locator("#rag-related ol").inner_text()  # never the paper itself
+        assert all("~ this paper: “" in tie for tie in page.locator("#rag-related .rag-tie").all_inner_texts())
+        readme = os.environ.get("UPDATE_README_SCREENSHOT") == "1"
+        SCREENSHOTS.mkdir(exist_ok=True)
+        shot = PROJECT_ROOT / "ui" / "screenshot-related.png" if readme else SCREENSHOTS / "ui-related.png"
+        page.screenshot(path=str(shot))
+        second = page.locator("#source-0-2")
+        second.locator(".rag-more-like").focus()
+        page.keyboard.press("Enter")
+        title = second.locator(".rag-card-title").inner_text().split("] ", 1)[1].rsplit(" ", 2)[0]
+        shown = "t => document.querySelector('#rag-related .rag-panel-heading').innerText.includes(t)"
+        page.wait_for_function(shown, arg=title[:40])
+        assert page.dialogs == []
+    finally:
+        demo.close()
