@@ -103,6 +103,13 @@ def test_a_question_for_papers_like_one_is_answered_with_them(seeded, question):
     assert answer.provenance() == "Each line quotes the abstract it cites."
 
 
+def test_an_abstract_pasted_into_a_question_is_the_paper_others_are_related_to(seeded):
+    pasted = " ".join(split_sentences(NEXTMOL["abstract"])[:4])
+    answer = seeded.answer(f"Which papers are most similar to my abstract: {pasted}")
+    assert (answer.kind, answer.refused) == ("related", False)
+    assert answer.sources[0].paper_id == "your-abstract" and answer.sources[1].paper_id == NEXTMOL["id"]
+
+
 def test_a_question_for_papers_like_one_no_paper_is_refused_in_a_line(seeded):
     answer = seeded.answer("Which papers are most similar to Zorblax-9000?")
     assert (answer.kind, answer.refused) == ("related", True)
