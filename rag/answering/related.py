@@ -24,7 +24,7 @@ from rag.core.filters import Filters
 from rag.core.markers import split_sentences
 from rag.core.markup import plain_text
 from rag.core.types import Answer, Source
-from rag.retrieval.related import Method, RelatedRanker, Subject, pasted_abstract, related_question
+from rag.retrieval.related import Method, RelatedRanker, Subject, checked_text, pasted_abstract, related_question
 from rag.retrieval.refusal import refusal_reason
 from rag.retrieval.understand import Understood
 from rag.retrieval.words import source_sentences
@@ -133,7 +133,7 @@ def find_related(
         if abstract is not None:
             subject = Subject.own(abstract)
         else:
-            found = ranker.stored(paper, lexical)
+            found = ranker.stored(checked_text(paper, "the paper"), lexical)
             if found is None:
                 raise InputError(f"no paper with the id or title {paper.strip()[:200]!r} in the index")
             subject = found

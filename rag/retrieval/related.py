@@ -27,6 +27,7 @@ from langchain_core.documents import Document
 from rag.core.errors import InputError
 from rag.core.filters import Filters
 from rag.core.papers import PaperRecord
+from rag.core.text import clean_question
 from rag.core.types import Source
 from rag.index.lexical import terms
 from rag.retrieval.search import Candidate
@@ -78,11 +79,9 @@ class Subject:
     @classmethod
     def own(cls, text: str, what: str = "the abstract") -> Subject:
         """A user's abstract (its first line a title when more lines follow); empty is an InputError."""
-        text = text.strip()
+        text = checked_text(text, what)
         if not terms(text):
-            raise InputError(f"{what} is empty: give the abstract's text")
-        if len(text) > MAX_ABSTRACT_CHARS:
-            raise InputError(f"{what} is {len(text):,} characters; an abstract has at most {MAX_ABSTRACT_CHARS:,}")
+            raise InputError(f"{what} has no words to compare: give the abstract's text")
         title, _, rest = text.partition("\n")
         title, abstract = (title.strip(), rest.strip()) if rest.strip() and len(title) < 300 else ("", text)
         return cls(OWN_ABSTRACT_ID, title or "your abstract", abstract)
@@ -90,6 +89,13 @@ class Subject:
     def source(self) -> Source:
         """The paper as a source holding its whole abstract, to cite its sentences."""
         return Source.from_text(self.paper_id, self.title, self.abstract, 1.0, self.metadata)
+
+
+def checked_text(text: str, what: str) -> str:
+    """A paper's id or title, or an abstract, as given: an empty, garbled or over-long one is an InputError."""
+    if len(text or "") > MAX_ABSTRACT_CHARS:
+        raise InputError(f"{what} is {len(text):,} characters long; the limit is {MAX_ABSTRACT_CHARS:,}")
+    return clean_question(text, MAX_ABSTRACT_CHARS, what)
 
 
 def related_question(question: str) -> str | None:
