@@ -205,12 +205,14 @@ def wait_until_found(replica: ServeProcess, papers: list[dict], within: float = 
     missing = list(papers)
     with httpx.Client(base_url=f"{replica.url}v1", headers=BEARER) as client:
         while missing:
-            if time.monotonic() - began > within:
-                raise RuntimeError(f"{replica.url} still lacks {[p['id'] for p in missing]} after {within} s")
             paper = missing[0]
-            reply = client.post("/retrieve", json={"question": paper["title"], "k": 1}, timeout=60)
-            if reply.status_code == 200 and [p["paper_id"] for p in reply.json()["data"]] == [paper["id"]]:
+            reply = client.post("/retrieve", json={"question": paper["title"], "k": 3}, timeout=60)
+            found = [p["paper_id"] for p in reply.json()["data"]] if reply.status_code == 200 else []
+            if found[:1] == [paper["id"]]:
                 missing.pop(0)
+            elif time.monotonic() - began > within:
+                said = found or f"{reply.status_code} {reply.text[:200]}"
+                raise RuntimeError(f"{replica.url} still lacks {[p['id'] for p in missing]} after {within} s: {said}")
             else:
                 time.sleep(0.1)
     return time.monotonic() - began

@@ -294,6 +294,11 @@ class LexicalStore:
         # The state is read before the papers: if an ingest writes meanwhile, the build is labelled
         # with the older state and the next question rebuilds again; it is never taken as newer.
         built = Bm25Index.build(self.index.iter_papers(), state, self.index.iter_chunk_papers())
+        if len(built.ids) < state.count:
+            # Fewer papers than the state counts: the read missed some (a server that answered from
+            # before the write it had counted). Labelled so, no question takes it as the state's build:
+            # the next one builds again, instead of this one missing papers until the next write.
+            built.state = Revision(-1, state.revision)
         build = f"build-{uuid.uuid4().hex[:12]}"
         try:
             built.save(self.folder / build)

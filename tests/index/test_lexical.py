@@ -78,3 +78,17 @@ def test_processes_building_one_fresh_bm25_index_at_once_all_succeed_and_agree(s
         reader = RagService(settings_for(seed_index), embeddings=embeddings)
         assert json.dumps(reader.lexical.current().search(QUESTION, 5)) == finished[0].stdout.strip()
         assert reader.lexical.rebuilds == 0  # loaded the build they left, not built again
+
+
+def test_a_build_that_read_fewer_papers_than_the_index_counts_is_not_kept_for_that_state(seed_index, embeddings):
+    """A Chroma server that counted a write its read of the papers missed must not leave a build that
+    lacks those papers until the next write: the next question builds again and finds them."""
+    service = RagService(settings_for(seed_index), embeddings=embeddings)
+    every = service.index.iter_papers
+    service.index.iter_papers = lambda: iter(list(every())[:-1])  # type: ignore[method-assign]
+    short = service.lexical.current()
+    assert len(short.ids) == service.index.revision().count - 1
+    service.index.iter_papers = every  # type: ignore[method-assign]
+    again = service.lexical.current()
+    assert len(again.ids) == service.index.revision().count and service.lexical.rebuilds == 2
+    assert service.lexical.current() is again  # a whole build is kept for its state
