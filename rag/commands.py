@@ -315,11 +315,16 @@ def run_eval(args: argparse.Namespace) -> int:
 
 def run_related_eval(args: argparse.Namespace) -> int:
     """Precision at k of the related papers of each labelled paper; --mode picks the ranking (hybrid: fused)."""
-    from rag.evaluate_related import load_related_sets, measure, ranked_by, related_table
+    from rag.evaluate_related import held_by, load_related_sets, measure, ranked_by, related_table
 
-    sets = load_related_sets(args.questions, args.split)
+    service = service_from(args)
+    labelled = load_related_sets(args.questions, args.split)
+    sets = held_by(service, labelled, args.questions)
+    if len(sets) < len(labelled):
+        missing = len(labelled) - len(sets)
+        print(f"warning: {missing} of the papers are not in the index; measured without them", file=sys.stderr)
     method = "dense" if args.mode == "dense" else "bm25" if args.mode == "bm25" else "fused"
-    result = measure(ranked_by(service_from(args), method), sets, args.k or 5)
+    result = measure(ranked_by(service, method), sets, args.k or 5)
     print(json.dumps(result, indent=2) if args.json else related_table(args.questions, args.split, {method: result}))
     return 0
 

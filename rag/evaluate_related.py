@@ -66,6 +66,18 @@ def load_related_sets(path: str | Path, split: str = "all") -> list[RelatedSet]:
     return sets
 
 
+def held_by(service: RagService, sets: Sequence[RelatedSet], label: str) -> list[RelatedSet]:
+    """The sets whose paper the service's index holds; when it holds none, an InputError saying what to ingest."""
+    service.ensure_index()
+    held = service.index.stored_hashes([labelled.paper for labelled in sets])
+    if not held:
+        raise InputError(
+            f"none of the papers of {label} is in the index; ingest their list first "
+            "(benchmarks/related.py writes and ingests the sample they were judged over)"
+        )
+    return [labelled for labelled in sets if labelled.paper in held]
+
+
 def ranked_by(service: RagService, method: Method = "fused") -> Ranking:
     """A service's related papers, ranked by `method`, as ids."""
     return lambda paper, k: [p.source.paper_id for p in find_related(service, paper, k=k, method=method).papers]
