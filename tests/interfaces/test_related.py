@@ -156,7 +156,8 @@ def test_rag_eval_reports_precision_at_5_of_related_sets(seeded, tmp_path):
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert (report["precision@5"], report["recall@5"], report["mrr"]) == (2 / 5, round(2 / 3, 4), 1.0)
-    shipped = rag("eval", str(PROJECT_ROOT / "tests" / "eval" / "related_questions.jsonl"), index=seeded.config.vectorstore.path)
+    labels = PROJECT_ROOT / "tests" / "eval" / "related_questions.jsonl"
+    shipped = rag("eval", str(labels), index=seeded.config.vectorstore.path)
     assert shipped.returncode == 1 and shipped.stderr.startswith("error: none of the papers of") and not shipped.stdout
 
 
