@@ -32,7 +32,7 @@ from rag.retrieval.words import source_sentences
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
-    from rag.index.lexical import LexicalStore, Revision
+    from rag.index.lexical import Bm25Index, LexicalStore, Revision
     from rag.index.store import PaperIndex
     from rag.retrieval.search import Retriever
 
@@ -135,12 +135,19 @@ def find_related(
         else:
             found = ranker.stored(checked_text(paper, "the paper"), lexical)
             if found is None:
-                raise InputError(f"no paper with the id or title {paper.strip()[:200]!r} in the index")
+                raise not_stored(paper, parts.index, lexical)
             subject = found
         ranked = ranker.rank(subject, k, filters or Filters(), lexical, method)
     # Not the service's cache of sentence vectors: the int8 model's vectors shift a little with the batch a
     # sentence is embedded in, and the same request gets the same figures embedded in one batch of its own.
     return tied(subject, ranked, parts.embeddings, method)
+
+
+def not_stored(paper: str, index: PaperIndex, lexical: Bm25Index) -> InputError:
+    """The error for a paper the index doesn't hold, naming the stored title closest to what was given."""
+    closest = index.stored_metadata([paper_id for paper_id, _ in lexical.search(paper, 1)])
+    hint = "".join(f"; the closest title: “{meta.get('title', '')}” ({key})" for key, meta in closest.items())
+    return InputError(f"no paper with the id or title {paper.strip()[:200]!r} in the index{hint}")
 
 
 def tied(subject: Subject, ranked: list[Source], embeddings: Embeddings, method: str = "fused") -> Related:

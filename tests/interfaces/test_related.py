@@ -137,6 +137,10 @@ def test_rag_related_as_typed(seeded, tmp_path):
     empty.write_text("  \n", encoding="utf-8")
     for args, message in [
         (["no-such-paper"], "error: no paper with the id or title 'no-such-paper' in the index"),
+        (
+            ["RxnFlow"],  # a name, not a title: the error names the closest stored title
+            f"error: no paper with the id or title 'RxnFlow' in the index; the closest title: “{RXNFLOW['title']}”",
+        ),
         (["--file", str(empty)], f"error: {empty} is empty: it should hold your abstract"),
         (["--file", str(tmp_path / "missing.txt")], f"error: cannot read the abstract from {tmp_path / 'missing.txt'}"),
         ([], "error: give a paper's id or title, or --file with your abstract"),
