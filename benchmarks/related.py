@@ -1,15 +1,17 @@
 """Related papers, measured: precision at 5 of the fused ranking against plain nearest neighbours on the
 embedding and BM25 alone, on the hand-labelled sets of tests/eval/related_questions.jsonl.
 
-    python benchmarks/related.py --index /tmp/related-sample            # builds the sample's index first if needed
+    python benchmarks/related.py --index /tmp/full-related             # an index of the full list
+    python benchmarks/related.py --index /tmp/related-sample           # builds the sample's index first if needed
     python benchmarks/related.py --index /tmp/related-sample --split dev --rrf 5,10,60 --bm25 0.5,1,2
 
 ms_p50: one call of `find_related` (ranking, and the sentences that tie each paper embedded), after a warm-up.
 
-The labels were judged over a topical sample of the ICLR 2025 list (`sample_records`: the papers of eleven
-topics, up to 120 each, and 500 others drawn with a fixed seed; 1,413 papers), so the index measured must
-hold that sample: with a fresh --index folder this script writes the sample and ingests it (extractive config,
-about 6 minutes on 2 cores). `--rrf` and `--bm25` try other fusion constants (rag/retrieval/related.py).
+The labels were judged over the full list and over a topical sample of it (`sample_records`: the papers of
+eleven topics, up to 120 each, and 500 others drawn with a fixed seed; 1,413 papers), so the index measured
+holds one of them: with a fresh --index folder this script writes the sample and ingests it (extractive
+config, about 6 minutes on 2 cores). `unjudged`: papers ranked in a first five that nobody judged (counted
+as not related). `--rrf` and `--bm25` try other fusion constants (rag/retrieval/related.py).
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ def sample_records(full_list: Path) -> list[dict]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--index", type=Path, required=True, help="an index folder holding the topical sample")
+    parser.add_argument("--index", type=Path, required=True, help="an index of the full list or the topical sample")
     parser.add_argument("--split", default="all", choices=["dev", "test", "all"])
     parser.add_argument("--full-list", type=Path, default=FULL_LIST, help="the ICLR 2025 list the sample is drawn from")
     parser.add_argument("--rrf", default="", help="fusion constants to try, e.g. 5,10,60 (default: the shipped one)")

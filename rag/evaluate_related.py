@@ -33,6 +33,7 @@ class RelatedSet:
     related: tuple[str, ...]
     split: str = ""
     title: str = ""
+    unrelated: tuple[str, ...] = ()  # judged and found not related; any other paper was not judged
 
 
 def is_related_file(path: str | Path) -> bool:
@@ -55,8 +56,8 @@ def load_related_sets(path: str | Path, split: str = "all") -> list[RelatedSet]:
             continue
         try:
             raw = json.loads(line)
-            related = tuple(map(str, raw["related"]))
-            found = RelatedSet(str(raw["paper"]), related, raw.get("split", ""), raw.get("title", ""))
+            related, unrelated = tuple(map(str, raw["related"])), tuple(map(str, raw.get("unrelated", ())))
+            found = RelatedSet(str(raw["paper"]), related, raw.get("split", ""), raw.get("title", ""), unrelated)
         except (ValueError, KeyError, TypeError) as err:
             raise InputError(f"{path}:{number}: not a related set ({type(err).__name__}: {err})") from None
         if split in ("all", found.split):
@@ -85,12 +86,13 @@ def ranked_by(service: RagService, method: Method = "fused") -> Ranking:
 
 def measure(ranking: Ranking, sets: Sequence[RelatedSet], k: int = 5) -> dict:
     """Precision, recall at k and MRR of `ranking` over `sets`, with each set's ranked ids and the time taken."""
-    rows, precision, recall, reciprocal, times = [], [], [], [], []
+    rows, precision, recall, reciprocal, times, unjudged = [], [], [], [], [], 0
     for labelled in sets:
         started = time.perf_counter()
         ranked = ranking(labelled.paper, k)[:k]
         times.append((time.perf_counter() - started) * 1000)
         hits = [paper for paper in ranked if paper in labelled.related]
+        unjudged += sum(paper not in labelled.related and paper not in labelled.unrelated for paper in ranked)
         precision.append(len(hits) / k)
         recall.append(len(hits) / len(labelled.related) if labelled.related else 0.0)
         first = next((rank for rank, paper in enumerate(ranked, start=1) if paper in labelled.related), None)
@@ -104,6 +106,7 @@ def measure(ranking: Ranking, sets: Sequence[RelatedSet], k: int = 5) -> dict:
         f"recall@{k}": _mean(recall),
         "mrr": _mean(reciprocal),
         "ms_p50": round(times[len(times) // 2], 1) if times else None,
+        "unjudged": unjudged,  # of the papers ranked in the first k, those nobody judged (counted as not related)
         "rows": rows,
     }
 
@@ -114,7 +117,8 @@ def related_table(label: str, split: str, results: dict[str, dict]) -> str:
     k = first["k"]
     lines = [f"{label} (split {split}): {first['sets']} related sets; k={k}"]
     lines.append("metric".ljust(16) + "".join(name.rjust(12) for name in results))
-    for key, form in ((f"precision@{k}", "{:.3f}"), (f"recall@{k}", "{:.3f}"), ("mrr", "{:.3f}"), ("ms_p50", "{:.0f}")):
+    figures = (f"precision@{k}", "{:.3f}"), (f"recall@{k}", "{:.3f}"), ("mrr", "{:.3f}"), ("ms_p50", "{:.0f}")
+    for key, form in (*figures, ("unjudged", "{}")):
         lines.append(key.ljust(16) + "".join(form.format(result[key]).rjust(12) for result in results.values()))
     return "\n".join(lines)
 
