@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -28,7 +28,7 @@ from rag.core.errors import InputError
 from rag.core.filters import Filters
 from rag.core.papers import PaperRecord
 from rag.core.text import clean_question
-from rag.core.types import Source
+from rag.core.types import Match, Source
 from rag.index.lexical import terms
 from rag.retrieval.search import Candidate
 
@@ -87,8 +87,10 @@ class Subject:
         return cls(OWN_ABSTRACT_ID, title or "your abstract", abstract)
 
     def source(self) -> Source:
-        """The paper as a source holding its whole abstract, to cite its sentences."""
-        return Source.from_text(self.paper_id, self.title, self.abstract, 1.0, self.metadata)
+        """The paper as a source holding its whole abstract, to cite its sentences; listed first among sources
+        (relevance 1: it is what the question asks about)."""
+        whole = Source.from_text(self.paper_id, self.title, self.abstract, 1.0, self.metadata)
+        return replace(whole, match=Match(relevance=1.0))
 
 
 def checked_text(text: str, what: str) -> str:
