@@ -113,6 +113,19 @@ def test_an_abstract_pasted_into_a_question_is_the_paper_others_are_related_to(s
     assert answer.sources[0].paper_id == "your-abstract" and answer.sources[1].paper_id == NEXTMOL["id"]
 
 
+def test_no_question_of_the_other_sets_is_taken_for_one_asking_for_papers_like_a_paper():
+    from rag.retrieval.related import related_question
+
+    asked = [
+        question
+        for path in (PROJECT_ROOT / "tests" / "eval").glob("*_questions.jsonl")
+        if path.name != "related_questions.jsonl"
+        for row in map(json.loads, path.read_text(encoding="utf-8").splitlines())
+        for question in [*row.get("history", []), row["question"]]
+    ]
+    assert len(asked) > 400 and [q for q in asked if related_question(q) is not None] == []
+
+
 def test_a_question_for_papers_like_one_no_paper_is_refused_in_a_line(seeded):
     answer = seeded.answer("Which papers are most similar to Zorblax-9000?")
     assert (answer.kind, answer.refused) == ("related", True)
