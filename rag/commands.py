@@ -135,7 +135,10 @@ def print_answer(final, service, printed: bool = False) -> None:
         return  # the text names the closest papers
     if note := final.provenance(service.model_label() if final.answered_by == "model" else ""):
         print(f"({note})")
-    print("\nSources, best match first (* cited):")
+    if final.table:
+        print(f"\n{final.table.plain()}")
+    if final.sources:
+        print("\nSources, best match first (* cited):")
     for number, source in by_relevance(final.sources):
         mark = "*" if source.paper_id in final.cited else " "
         print(f"{mark}[{number}] {plain_text(source.title)} ({source.paper_id}), relevance {source.relevance:.0%}")
@@ -281,11 +284,16 @@ def run_stats(args: argparse.Namespace) -> int:
 
 def run_eval(args: argparse.Namespace) -> int:
     from rag.evaluate import ServiceSystem, evaluate, load_questions, metrics_table
+    from rag.evaluate_counts import evaluate_counts, is_count_set
     from rag.evaluate_related import is_related_file
 
     if is_related_file(args.questions):  # hand-labelled related papers (tests/eval/related_questions.jsonl)
         return run_related_eval(args)
 
+    if is_count_set(args.questions):  # counting questions: every figure exact, against a direct count
+        counts = evaluate_counts(service_from(args), args.questions, args.split)
+        print(json.dumps(counts.to_dict(), indent=2) if args.json else counts.table(misses=args.misses))
+        return 0
     questions = load_questions(args.questions, args.split)
     service = service_from(args, retrieval={"mode": args.mode} if args.mode else {})
     system = ServiceSystem(service, answers=args.answers)

@@ -138,7 +138,8 @@ def add_tools(server, service: RagService) -> None:
         ] = None,
     ) -> dict[str, Any]:
         """A short answer from the abstracts: `text` cites sources as [n] (= sources[n-1]); `refused` is true
-        when the abstracts don't cover the question; `fallback` says why a quoted answer stands in."""
+        when the abstracts don't cover the question; `fallback` says why a quoted answer stands in; a count over
+        the papers' metadata ("which areas have the most oral papers?") has its counts in `table`."""
         try:
             answer = service.answer(question, history=list(history or []), k=k, filters=as_filters(filters))
         except RagError as err:

@@ -25,6 +25,7 @@ from rag.answering.lists import many_papers_answer
 from rag.answering.related import related_answer
 from rag.answering.pipeline import AnswerPipeline
 from rag.answering.providers import Provider, make_provider
+from rag.answering.tally import tally_answer
 from rag.core.config import BUNDLED_SEEDS, Settings, checked_k, load_config
 from rag.core.errors import RagError
 from rag.core.filters import PICKERS, Filters
@@ -33,15 +34,7 @@ from rag.core.types import Answer, Source
 from rag.index.access import IndexAccess
 from rag.index.embeddings import CachedEmbeddings, load_tokenizer, make_embeddings
 from rag.index.lexical import LexicalStore, Revision
-from rag.index.setup import (
-    Choice,
-    IndexFiles,
-    IndexSetup,
-    check_index_folder,
-    choose_index,
-    index_files,
-    stored_indexes,
-)
+from rag.index.setup import Choice, IndexFiles, IndexSetup, check_index_folder, choose_index, index_files, stored_indexes
 from rag.index.store import PaperIndex, open_client
 from rag.ingest.chunking import Chunker
 from rag.ingest.papers import load_papers
@@ -338,16 +331,23 @@ class RagService:
             "understood": understood.in_use(explicit, dropped).labels(),
             "focus": list(standalone.focus),
         }
-        lookup = bool(standalone.focus)  # a follow-up held to the papers in focus is a lookup of them
-        answer = None if lookup else related_answer(self, understood, applied, **stamp) or many_papers_answer(
-            understood, applied, self._search, self.config, **stamp
-        )
+        lookup = bool(standalone.focus) or not read  # held to the papers in focus, or taken literally: a lookup
+        many = (understood, applied, self._search, self.config)  # a tally, else a list, count or compare answer
+        answer = None if lookup else related_answer(self, understood, applied, **stamp) or tally_answer(
+            *many, self.metadata, **stamp
+        ) or many_papers_answer(*many, **stamp)
         if answer is None:  # a lookup: the answer pipeline's, over what retrieval finds
             sources = self._search(understood.text, k, standalone.held(applied))
             pieces = self.pipeline.stream(replace(standalone, question=understood.text), sources, stamp)
         else:
             pieces = iter((answer.text, answer))  # no model: the whole text at once, then the answer
         yield from self.conversation.remembering(pieces)  # the papers it cites: the focus it leaves
+
+    def metadata(self, filters: Filters) -> dict[str, list]:
+        """The stored metadata (status, primary_area, authors, ...) of the papers `filters` admit, a list per key."""
+        self.ensure_index()
+        with self.reading() as state:
+            return self.lexical.current(state).stored_fields(filters)
 
     def understand(self, question: str) -> Understood:
         """The question's kind and the filters its words state (an author's name only if a stored paper has it)."""

@@ -26,7 +26,7 @@ from rag.core.types import Answer
 from rag.retrieval.focus import History
 from rag.service import RagService
 from ui.focus import cleared, focus_picker, focus_updates, history_for
-from ui.related import PANEL_JS, add_more_like_this
+from ui.related import sources_panel
 from ui.render import (
     answer_html,
     answer_payload,
@@ -36,6 +36,7 @@ from ui.render import (
     streaming_html,
 )
 from ui.style import CSS, SCRIPT
+from ui.tally import tally_view
 
 log = logging.getLogger(__name__)
 
@@ -252,9 +253,9 @@ def build_app(service: RagService) -> gr.Blocks:
                 understood = understood_chips()
                 pickers = filter_inputs(choices)
             with gr.Column(scale=2):
-                panel = gr.HTML(sources_panel_html(None, 0), elem_id="rag-sources", js_on_load=PANEL_JS)
+                panel = sources_panel(service, sources_panel_html(None, 0))  # a card's "More like this" shows below
                 downloads = download_buttons()
-                add_more_like_this(service, panel)  # a card's "More like this": its related papers, under it
+                tally_of = tally_view(answers)
 
         outputs = [chatbot, answers, panel, question]
         respond: dict[str, Any] = {
@@ -274,7 +275,7 @@ def build_app(service: RagService) -> gr.Blocks:
         focus_of = {"fn": focus_updates, "inputs": [answers], "outputs": [focus, clear_focus, focus_for], **private}
 
         def refresh(event: Any) -> None:
-            event.then(**show_chips).then(**downloads_of).then(**focus_of)
+            event.then(**show_chips).then(**downloads_of).then(**focus_of).then(**tally_of)
 
         refresh(gr.on([question.submit, ask.click], **respond))
         refresh(examples.load_input_event.then(**respond))

@@ -57,6 +57,13 @@ def related_html(found: Related) -> str:
     )
 
 
+def sources_panel(service: Any, html: str) -> gr.HTML:
+    """The sources panel showing `html`, and under it the related papers its cards' "More like this" shows."""
+    panel = gr.HTML(html, elem_id="rag-sources", js_on_load=PANEL_JS)
+    add_more_like_this(service, panel)
+    return panel
+
+
 def add_more_like_this(service: Any, panel: gr.HTML) -> gr.HTML:
     """Under the sources panel, where a card's "More like this" shows that paper's related papers."""
     shown = gr.HTML(elem_id="rag-related")

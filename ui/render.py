@@ -188,6 +188,8 @@ def sources_panel_html(answer: Answer | None, turn: int) -> str:
     """The sources panel for one answer: a card per source, cited sentences highlighted."""
     if answer is None:
         return '<div class="rag-panel-empty">Ask a question: the abstracts each answer cites appear here.</div>'
+    if not answer.sources and answer.table:
+        return '<div class="rag-panel-empty">Counted from the stored metadata: the counts are below.</div>'
     if not answer.sources:
         return '<div class="rag-panel-empty">No paper in the index matched this question.</div>'
     cited = set(answer.cited)

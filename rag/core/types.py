@@ -9,6 +9,7 @@ from urllib.parse import urlparse
 
 from rag.core.export import ExportFormat, export_answer
 from rag.core.markers import cited_numbers
+from rag.core.tables import Table
 
 PASSAGE_GAP = " … "  # between passages of one abstract that are not next to each other
 
@@ -175,18 +176,19 @@ class Answer:
     checks: list[SentenceCheck] = field(default_factory=list)
     standalone_question: str = ""
     config: str = ""
-    # What the question asked for (rag.retrieval.understand): lookup, list, count or compare.
+    # What the question asked for: lookup, list, count or compare (rag.retrieval.understand), tally (….tally).
     kind: str = "lookup"
     filters: dict[str, Any] = field(default_factory=dict)  # applied: explicit ones, else those understood
     understood: list[str] = field(default_factory=list)  # filters read from the question's words, in words
-    count: int | None = None  # list and count: how many papers passed the line
+    count: int | None = None  # list and count: how many papers passed the line; tally: how many were counted
     line: str | None = None  # list and count: how the line for "about the topic" was drawn
     focus: list[str] = field(default_factory=list)  # a follow-up's papers in focus, answered from (paper ids)
+    table: Table | None = None  # tally: the papers counted per group of a stored field (rag/core/tables.py)
 
     @property
     def listed(self) -> list[Source]:
-        """The papers a list or count answer lists (all its sources); empty for other kinds."""
-        return list(self.sources) if self.kind in ("list", "count") and not self.refused else []
+        """The papers a list or count answer lists, or a tally drew on its topic (all its sources); else empty."""
+        return list(self.sources) if self.kind in ("list", "count", "tally") and not self.refused else []
 
     @property
     def cited(self) -> list[str]:
@@ -215,6 +217,8 @@ class Answer:
             return f"Quoted from the abstracts: {self.shortfall}." if self.shortfall else "Quoted from the abstracts."
         if self.answered_by in ("list", "compare", "related"):
             return "Each line quotes the abstract it cites."
+        if self.answered_by == "tally":
+            return "Counted from the papers' stored metadata (status, primary area, authors)."
         return None
 
     def to_dict(self) -> dict[str, Any]:
@@ -245,6 +249,7 @@ class Answer:
             "count": self.count,
             "line": self.line,
             "focus": self.focus,
+            "table": self.table.to_dict() if self.table else None,
         }
 
     def export(self, fmt: ExportFormat) -> str:

@@ -223,6 +223,14 @@ class Bm25Index:
         terms_of = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
         return indices[np.lexsort((indices, terms_of))]
 
+    def stored_fields(self, filters: Filters) -> dict[str, list]:
+        """The stored metadata the filters read (paper_id, status, primary_area, authors, has_code), as one
+        list per key, of the papers `filters` admit: what a count over the metadata reads."""
+        rows = np.flatnonzero(self.mask(filters)) if not filters.empty else range(len(self.ids))
+        return {key: [values[row] for row in rows] for key, values in self.fields.items()} | {
+            "paper_id": [self.ids[row] for row in rows]
+        }
+
     def mask(self, filters: Filters) -> np.ndarray:
         """1.0 for papers the filters admit, 0.0 for the rest (cached per filter)."""
         mask = self._masks.get(filters)

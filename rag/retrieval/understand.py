@@ -71,6 +71,12 @@ BEFORE_PAPERS = re.compile(
     rf"\b(?P<words>(?:(?:{STATUS}|{AREA})(?:\s*(?:,|and|or|/)\s*|\s+)){{1,3}}){PAPERS}\b", re.IGNORECASE
 )
 STATUS_AFTER = re.compile(rf"\b(?:that|which)\s+(?:were|was|got|have\s+been|are)\s+(?P<words>{STATUS})\b", re.I)
+# "How many papers were withdrawn?", "papers on diffusion that got accepted": a decision said of the papers.
+STATUS_OF_PAPERS = re.compile(
+    rf"\b{PAPERS}(?:\s+[\w-]+){{0,4}}?\s+(?:were|was|got|have\s+been)\s+"
+    r"(?P<words>accepted|rejected|withdrawn|desk[- ]rejected)\b",
+    re.I,
+)
 STATUS_AT = re.compile(r"\b(?P<words>accepted|rejected)\s+(?:at|to|by)\s+ICLR(?:\s*2025)?\b", re.IGNORECASE)
 AREA_NAMED = re.compile(
     rf"\b(?:in|from|under)\s+the\s+(?P<words>{AREA})\s+(?:primary\s+)?(?:area|track)\b", re.IGNORECASE
@@ -159,7 +165,7 @@ def understand(question: str, known_author: Callable[[str], bool] = lambda name:
 
     for match in BEFORE_PAPERS.finditer(question):
         take(match, match["words"])
-    for pattern in (STATUS_AFTER, STATUS_AT, AREA_NAMED, PLURAL_STATUS):
+    for pattern in (STATUS_AFTER, STATUS_OF_PAPERS, STATUS_AT, AREA_NAMED, PLURAL_STATUS):
         for match in pattern.finditer(question):
             if not any(start <= match.start("words") < end for start, end in cuts):
                 take(match, match["words"])

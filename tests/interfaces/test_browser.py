@@ -431,3 +431,32 @@ def test_more_like_this_on_a_card_shows_its_related_papers_each_tied_by_a_senten
         shown = "t => document.querySelector('#rag-related .rag-panel-heading').innerText.includes(t)"
         page.wait_for_function(shown, arg=title[:40])
         assert page.dialogs == []
+
+
+def test_a_count_over_the_metadata_shows_as_a_table_and_a_bar_chart(page, moe_app_url, moe_sample):
+    """The counts match a direct count of the records, and go away with the next question that counts nothing."""
+    import json
+    from collections import Counter
+
+    records = [json.loads(line) for line in moe_sample.read_text(encoding="utf-8").splitlines() if line.strip()]
+    expected = Counter(r["primary_area"].replace("&amp;", "&") for r in records if r["status"] == "Oral")
+    open_app(page, moe_app_url)
+    ask(page, "Which research areas have the most oral papers?")
+    top, most = expected.most_common(1)[0]
+    assert f"{top} ({most})" in page.locator(FINAL).last.inner_text()
+    table = page.locator("#rag-tally-table")
+    table.wait_for(state="visible")
+    table.get_by_text(top, exact=True).first.wait_for()
+    rows = table.locator('[role="row"]:has([role="gridcell"])')
+    assert rows.count() == len(expected)
+    cells = [row.locator('[role="gridcell"]').all_inner_texts() for row in rows.all()]
+    shown = {name.strip(): int(number) for name, number in cells}
+    assert shown == expected
+    chart = page.locator("#rag-tally-chart")
+    chart.locator("canvas, svg").first.wait_for(state="visible")  # Vega has drawn the bars
+    chart.scroll_into_view_if_needed()
+    screenshot(page, "ui-counts.png")
+    ask(page, "Which oral papers are about mixture-of-experts?")
+    table.wait_for(state="hidden")
+    chart.wait_for(state="hidden")
+    assert page.dialogs == []

@@ -145,3 +145,24 @@ def test_without_the_sdk_the_command_names_the_install(monkeypatch, seeded):
     monkeypatch.setitem(sys.modules, "mcp.server.mcpserver", None)  # as if `mcp` were not installed
     with pytest.raises(ConfigError, match=r'pip install -e "\.\[mcp\]"'):
         build_mcp_server(seeded)
+
+
+def test_mcp_ask_returns_the_table(tmp_path, moe_sample):
+    """A count over the metadata: `table` holds it, as a direct count of the records (a user who ingested the
+    slice of the list in `moe_sample`)."""
+    import subprocess
+    from collections import Counter
+
+    command = [sys.executable, "-m", "rag.cli", "--config", "extractive", "ingest", str(moe_sample)]
+    env = user_environment(tmp_path)
+    ingested = subprocess.run(command, capture_output=True, text=True, env=env, cwd=PROJECT_ROOT, timeout=600)
+    assert ingested.returncode == 0, ingested.stderr
+
+    async def session(client) -> dict:
+        return (await client.call_tool("ask", {"question": "Which research areas have the most oral papers?"})).structured_content
+
+    called = with_client(tmp_path, session)
+    assert called["kind"] == "tally" and called["table"]["columns"] == ["primary area", "papers"]
+    records = [json.loads(line) for line in moe_sample.read_text(encoding="utf-8").splitlines() if line.strip()]
+    orals = Counter(r["primary_area"].replace("&amp;", "&") for r in records if r["status"] == "Oral")
+    assert {name: number for name, number in called["table"]["rows"]} == orals

@@ -1,0 +1,145 @@
+"""Answers that count the stored metadata: papers per group of a field (status, primary area, author), or
+in all. Exact: no ranking decides what is counted, unless the question names a topic.
+
+"Which research areas have the most oral papers?" counts the Oral papers of the index per primary area;
+"how many papers were withdrawn?" counts the Withdrawn ones. A topic ("… accepted papers on diffusion")
+restricts the papers first, drawn as a list answer draws a topic's papers (rag/answering/lists.py), and
+the answer says so, with the list's line. The answer's `table` holds the counts (all groups, or the top
+of them when there are many), its text the first few; a field the stored papers lack is said in one line,
+not counted as zero. What the question asks is read in rag/retrieval/tally.py.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import replace
+
+from rag.answering.lists import Search, list_answer, topic_rankings
+from rag.core.config import Settings
+from rag.core.filters import Filters
+from rag.core.tables import Table
+from rag.core.types import Answer
+from rag.retrieval.tally import Tally, tally_of
+from rag.retrieval.understand import ACCEPTED, Understood, without_kind_words
+
+# The caller's stored metadata: filters -> {stored key: one value per paper the filters admit}.
+Stored = Callable[[Filters], dict[str, list]]
+TABLE_ROWS = 25  # groups a table holds when the question asks for no top N (an author table has thousands)
+SAID = 3  # groups the text names when the question asks for no top N
+
+
+def tally_answer(
+    asked: Understood, applied: Filters, search: Search, settings: Settings, stored: Stored, **stamp
+) -> Answer | None:
+    """The counts a counting question asks for, over the papers `applied` admits (and its topic's, if it
+    names one); None for any other question. `stamp`: the fields every Answer gets."""
+    tally = tally_of(asked)
+    if tally is None:
+        return None
+    columns, sources, drawn, line = stored(applied), [], "", ""
+    if tally.topic:
+        topic = without_kind_words(replace(asked, text=tally.topic))
+        rankings = topic_rankings(topic, applied, search, settings)
+        listed = list_answer(topic, applied, rankings, settings, **stamp)
+        if listed.refused:
+            return replace(listed, kind="tally")
+        sources, ranked = listed.sources, max(map(len, rankings))
+        columns = _only(columns, {source.paper_id for source in sources})
+        full = ranked >= settings.questions.list_cap and len(sources) == ranked  # as a list says "at least"
+        capped = ", as many as a list shows: there may be more" if full else ""
+        drawn = f"found on “{topic.text}” (those a list keeps of the {ranked} best-ranked{capped})"
+        line = f"the topic's papers {listed.line}"
+    missing = _missing(tally, applied, columns, stored)
+    if missing:
+        return Answer(text=missing, sources=sources, refused=True, refusal_reason=missing, kind="tally", **stamp)
+    table = count(tally, columns, _what(applied, drawn))
+    return Answer(
+        text=_text(tally, table),
+        sources=sources,
+        answered_by="tally",
+        kind="tally",
+        count=table.counted,
+        line=line or None,
+        table=table,
+        **stamp,
+    )
+
+
+def count(tally: Tally, columns: dict[str, list], what: str) -> Table:
+    """The papers of `columns` per group of the field the tally names (per status for a plain count), most
+    first (fewest first when asked), ties by name; the top N asked for, else up to TABLE_ROWS groups."""
+    field, group = (tally.field, tally.group) if tally.field else ("status", "status")
+    counts: Counter[str] = Counter()
+    for value in columns[field]:
+        counts.update(set(groups_of(field, value)))
+    order = sorted(counts.items(), key=lambda item: (item[1] if tally.fewest else -item[1], item[0]))
+    rows = order[: tally.top or TABLE_ROWS]
+    return Table(group, field, tuple(rows), len(columns["paper_id"]), len(order), what)
+
+
+def groups_of(field: str, value: object) -> list[str]:
+    """The groups one paper's stored value puts it in: each author of "A; B", the area as people read it."""
+    text = str(value or "")
+    if field == "authors":
+        return [name for name in text.split("; ") if name]
+    return [text.replace("&amp;", "&")] if text else []
+
+
+def _only(columns: dict[str, list], paper_ids: set[str]) -> dict[str, list]:
+    rows = [row for row, paper_id in enumerate(columns["paper_id"]) if paper_id in paper_ids]
+    return {key: [values[row] for row in rows] for key, values in columns.items()}
+
+
+def _missing(tally: Tally, applied: Filters, columns: dict[str, list], stored: Stored) -> str:
+    """One line when the stored papers lack a field the question needs (then nothing is counted), else ""."""
+    if tally.field and columns["paper_id"] and not any(columns[tally.field]):
+        return f"The stored papers have no {tally.group}, so they can't be counted by it."
+    if columns["paper_id"] or applied.empty:
+        return ""
+    everything = stored(Filters())
+    lacking = [spec for spec, _ in applied.active() if spec.stored in everything and not any(everything[spec.stored])]
+    if lacking:
+        names = " or ".join(spec.name.replace("_", " ") for spec in lacking)
+        return f"The stored papers have no {names}, so the papers with {'; '.join(applied.labels())} can't be counted."
+    return ""
+
+
+def _what(applied: Filters, drawn: str) -> str:
+    """Which papers were counted, in words, after their number: 'papers with status: Oral'."""
+    labels = applied.labels()
+    accepted = set(applied.status) == set(ACCEPTED)  # "accepted" is three statuses: say which
+    if accepted:
+        labels = [label for label in labels if not label.startswith("status:")]
+    noun = "accepted papers (status: Oral, Spotlight or Poster)" if accepted else "papers"
+    if not labels and not drawn and not accepted:
+        return "papers of the index"
+    return " ".join(part for part in (noun, drawn, f"with {'; '.join(labels)}" if labels else "") if part)
+
+
+def _text(tally: Tally, table: Table) -> str:
+    """The counts in a few words: the plain count with its statuses, or the first groups with theirs."""
+    if not tally.field:
+        split = "; ".join(f"{name} ({number:,})" for name, number in table.rows)
+        return f"There are {table.counted:,} {table.what}" + (f": {split}." if len(table.rows) > 1 else ".")
+    if not table.rows:
+        return f"There are no {table.what} to count."
+    said = table.rows[: tally.top or SAID]
+    listing = "; ".join(f"{name} ({number:,})" for name, number in said)
+    groups = _groups(table.group, table.groups)
+    fall = "are in" if table.field == "primary_area" else "have"
+    most = "Fewest papers" if tally.fewest else "Most papers"
+    text = f"The {table.counted:,} {table.what} {fall} {groups}. {most}: {listing}."
+    last = said[-1][1]
+    tied = sum(1 for _, number in table.rows[len(said) :] if number == last)
+    if tied:  # the table may stop inside the tie: then there are at least that many more
+        more = "At least " if len(table.rows) < table.groups and table.rows[-1][1] == last else ""
+        verb = "has" if tied == 1 and not more else "have"
+        text += f" {more}{_groups(table.group, tied, 'more ')} also {verb} {last:,}."
+    return text
+
+
+def _groups(group: str, number: int, more: str = "") -> str:
+    """'12 primary areas', '1 more author'."""
+    plural = group if number == 1 else f"{group}es" if group.endswith("s") else f"{group}s"
+    return f"{number:,} {more}{plural}"
