@@ -27,6 +27,7 @@ from rag.core import plugins as _plugins
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from rag.answering.related import Related
     from rag.core.config import Settings, StageConfig
     from rag.core.filters import Filters, FilterSpec
     from rag.core.types import Answer, Source
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from rag.service import RagService
 
 # No public name here may equal a submodule's: importing `rag.service` binds `rag.service` to the module.
-__all__ = ["answer", "answer_chain", "as_retriever", "get_service", "retrieve", "stream_answer"]
+__all__ = ["answer", "answer_chain", "as_retriever", "get_service", "related", "retrieve", "stream_answer"]
 
 
 def _stage_options(config: StageConfig) -> BaseModel:
@@ -90,6 +91,21 @@ def retrieve(
 ) -> list[Source]:
     """The best-matching papers (k of them, default `retrieval.k`), one `Source` each, best first."""
     return get_service(config).retrieve(question, k=k, filters=filters)
+
+
+def related(
+    paper: str = "",
+    abstract: str | None = None,
+    k: int | None = None,
+    config: str | Settings | None = None,
+    filters: Filters | None = None,
+) -> Related:
+    """The k papers most related to a stored `paper` (its OpenReview id, or its title as stored) or to your
+    own `abstract`, never the paper itself, best first; each of `.papers` has its `source` and its `tie`, the
+    pair of sentences (one from each abstract) that ties them. `.text` lists them, cited ([1]: the paper)."""
+    from rag.answering.related import find_related
+
+    return find_related(get_service(config), paper, abstract=abstract, k=k, filters=filters)
 
 
 def as_retriever(

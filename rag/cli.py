@@ -11,7 +11,18 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from rag.commands import run_ask, run_chat, run_eval, run_fetch, run_ingest, run_mcp, run_serve, run_stats, run_ui
+from rag.commands import (
+    run_ask,
+    run_chat,
+    run_eval,
+    run_fetch,
+    run_ingest,
+    run_mcp,
+    run_related,
+    run_serve,
+    run_stats,
+    run_ui,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -69,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_ask_parser(commands)
     add_chat_parser(commands)
+    add_related_parser(commands)
 
     stats = commands.add_parser("stats", help="what the index holds")
     add_common_options(stats)
@@ -99,6 +111,18 @@ def add_chat_parser(commands) -> None:
     chat.add_argument("questions", nargs="?", help="a file of questions, one a line, asked in turn (default: typed)")
     add_asking_options(chat)
     chat.set_defaults(run=run_chat)
+
+
+def add_related_parser(commands) -> None:
+    related = commands.add_parser("related", help="the papers most related to a paper (id or title) or to an abstract")
+    related.add_argument("paper", nargs="?", default="", help="the paper's OpenReview id, or its title as stored")
+    related.add_argument("--file", help="a text file holding your own abstract (a first line before it: its title)")
+    related.add_argument("--method", choices=("fused", "dense", "bm25"), default="fused", help="how to rank them")
+    related.add_argument("--json", action="store_true", help="print them as JSON")
+    related.add_argument("-k", type=papers_k, default=None, help="papers to list (default and bounds: retrieval.k)")
+    add_filter_options(related)
+    add_common_options(related)
+    related.set_defaults(run=run_related)
 
 
 def add_asking_options(parser: argparse.ArgumentParser) -> None:

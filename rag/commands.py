@@ -144,6 +144,39 @@ def print_answer(final, service, printed: bool = False) -> None:
         print(f"{mark}[{number}] {plain_text(source.title)} ({source.paper_id}), relevance {source.relevance:.0%}")
 
 
+def run_related(args: argparse.Namespace) -> int:
+    """The papers most related to a stored paper or to the abstract in --file, with the sentences that tie
+    each to it, cited as `rag ask` cites ([1] is the given paper), then the sources; --json: as /v1/related."""
+    from pathlib import Path
+
+    from rag.answering.related import find_related
+    from rag.core.errors import InputError
+    from rag.core.markup import plain_text
+
+    if args.paper.strip() and args.file:
+        raise InputError("give a paper (its id or title) or --file with your abstract, not both")
+    if not args.paper.strip() and not args.file:
+        raise InputError("give a paper's id or title, or --file with your abstract")
+    abstract = None
+    if args.file:
+        try:
+            abstract = Path(args.file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise InputError(f"cannot read the abstract from {args.file}: {err}") from None
+        if not abstract.strip():
+            raise InputError(f"{args.file} is empty: it should hold your abstract")
+    service = service_from(args)
+    found = find_related(service, args.paper, abstract, args.k, filters_from(args), args.method)
+    if args.json:
+        print(json.dumps(found.to_payload(), indent=2, ensure_ascii=False))
+        return 0
+    print(plain_text(found.text))
+    print("\nSources ([1] is the paper given):")
+    for number, source in enumerate(found.sources, start=1):
+        print(f"[{number}] {plain_text(source.title)} ({source.paper_id})")
+    return 0
+
+
 def run_chat(args: argparse.Namespace) -> int:
     """A conversation: questions read line by line after a "> " prompt, each answered as `rag ask` answers
     it, with the conversation so far (and the papers its last answer cited) as its history. Ctrl-D (end of
@@ -252,7 +285,11 @@ def run_stats(args: argparse.Namespace) -> int:
 def run_eval(args: argparse.Namespace) -> int:
     from rag.evaluate import ServiceSystem, evaluate, load_questions, metrics_table
     from rag.evaluate_counts import evaluate_counts, is_count_set
+    from rag.evaluate_related import is_related_file
     from rag.theme_eval import is_overview_set, overview_report, report_table
+
+    if is_related_file(args.questions):  # hand-labelled related papers (tests/eval/related_questions.jsonl)
+        return run_related_eval(args)
 
     if is_count_set(args.questions):  # counting questions: every figure exact, against a direct count
         counts = evaluate_counts(service_from(args), args.questions, args.split)
@@ -286,6 +323,22 @@ def run_eval(args: argparse.Namespace) -> int:
         for row in report.fact_misses():
             what = "refused" if row.refused else f"lacks {', '.join(row.missing_facts)}"
             print(f"  {row.split:4} {row.kind:12} {what} | {row.question[:80]}\n       answer: {row.text[:300]}")
+    return 0
+
+
+def run_related_eval(args: argparse.Namespace) -> int:
+    """Precision at k of the related papers of each labelled paper; --mode picks the ranking (hybrid: fused)."""
+    from rag.evaluate_related import held_by, load_related_sets, measure, ranked_by, related_table
+
+    service = service_from(args)
+    labelled = load_related_sets(args.questions, args.split)
+    sets = held_by(service, labelled, args.questions)
+    if len(sets) < len(labelled):
+        missing = len(labelled) - len(sets)
+        print(f"warning: {missing} of the papers are not in the index; measured without them", file=sys.stderr)
+    method = "dense" if args.mode == "dense" else "bm25" if args.mode == "bm25" else "fused"
+    result = measure(ranked_by(service, method), sets, args.k or 5)
+    print(json.dumps(result, indent=2) if args.json else related_table(args.questions, args.split, {method: result}))
     return 0
 
 

@@ -1,7 +1,8 @@
 """`rag mcp`: the product as MCP tools for agents (Claude Desktop, Cursor, agent frameworks), over stdio.
 
-Tools `search_papers` (question, k, filters -> papers) and `ask` (question -> cited answer with its
-sources), and a resource per paper, `paper://{paper_id}` (title, abstract, metadata). Built with the
+Tools `search_papers` (question, k, filters -> papers), `ask` (question -> cited answer with its
+sources) and `related_papers` (a paper or an abstract -> the papers like it, each with the sentences that
+tie them), and a resource per paper, `paper://{paper_id}` (title, abstract, metadata). Built with the
 official SDK (`pip install -e ".[mcp]"`); each call delegates to one `RagService`. Our errors come
 back as MCP tool errors (`isError` with the message), an unknown paper as resource-not-found.
 """
@@ -14,14 +15,16 @@ from typing import Annotated, Any
 from pydantic import Field, ValidationError
 
 from rag.core.config import RequestK
-from rag.core.errors import ConfigError, RagError, first_problem
+from rag.answering.related import find_related
+from rag.core.errors import ConfigError, InputError, RagError, first_problem
 from rag.core.filters import FilterSpec, as_filters
 from rag.service import RagService
 
 INSTRUCTIONS = (
     "Search and question the indexed ICLR 2025 paper abstracts. search_papers ranks papers for a question; "
     "ask answers from the abstracts with [n] markers citing its sources (sources[n-1]), or says the abstracts "
-    "don't cover it (refused). Read a paper's abstract and metadata at paper://{paper_id}."
+    "don't cover it (refused). related_papers lists the papers most like a paper (id or title) or an abstract. "
+    "Read a paper's abstract and metadata at paper://{paper_id}."
 )
 PAPER_URI = "paper://{paper_id}"
 FILTERS = Annotated[FilterSpec | None, Field(description="Only papers matching all of these.")]
@@ -72,6 +75,7 @@ def build_mcp_server(service: RagService):
     except ImportError:
         raise ConfigError('rag mcp needs the MCP SDK: pip install -e ".[mcp]" (or pip install mcp)') from None
     add_tools(server, service)
+    add_related_tool(server, service)
     return server
 
 
@@ -151,3 +155,27 @@ def add_tools(server, service: RagService) -> None:
         if found is None:
             raise ResourceNotFoundError(f"no paper with id {paper_id!r} in the index")
         return json.dumps(found, ensure_ascii=False)
+
+
+def add_related_tool(server, service: RagService) -> None:
+    """The tool `related_papers`, delegating to `find_related` (rag/answering/related.py)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+
+    read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+
+    @server.tool(annotations=read_only)
+    def related_papers(
+        paper: Annotated[str | None, Field(description="A stored paper's OpenReview id, or its title.")] = None,
+        abstract: Annotated[str | None, Field(description="Or your own abstract's text.")] = None,
+        k: RequestK = None,
+        filters: FILTERS = None,
+    ) -> dict[str, Any]:
+        """The papers most related to a stored paper or to an abstract, best first (never the paper itself),
+        each with `tie`: the sentence of each abstract that ties them, and their cosine similarity."""
+        try:
+            if (paper is None) == (abstract is None):
+                raise InputError("give `paper` (a stored paper's id or title) or `abstract`, one of the two")
+            return find_related(service, paper or "", abstract, k, as_filters(filters)).to_payload()
+        except RagError as err:
+            raise ToolError(str(err)) from None

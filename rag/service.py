@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from rag.answering.citations import CitationChecker
 from rag.answering.evidence import EvidencePicker
 from rag.answering.lists import many_papers_answer
+from rag.answering.related import related_answer
 from rag.answering.pipeline import AnswerPipeline
 from rag.answering.providers import Provider, make_provider
 from rag.answering.tally import tally_answer
@@ -219,11 +220,10 @@ class RagService:
     def stats(self) -> dict:
         """What the index holds and how it was built; reads only (a store with no index stays without one)."""
         setup, exists = IndexSetup.of(self.choice.config), self.index_exists
+        papers = chunks = 0
         if exists:
             with self.reading():
                 papers, chunks = self.index.paper_count(), self.index.chunk_count()
-        else:
-            papers = chunks = 0
         return {
             "papers": papers,
             "chunks": chunks,
@@ -333,7 +333,9 @@ class RagService:
         lookup = bool(standalone.focus) or not read  # held to the papers in focus, or taken literally: a lookup
         many = (understood, applied, self._search, self.config)  # a tally, else a list, count, overview or compare
         parts = lambda: (self.sentence_embeddings, self.pipeline)  # noqa: E731 - an overview's, made if asked
-        answer = None if lookup else tally_answer(*many, self.metadata, **stamp) or many_papers_answer(*many, parts, **stamp)
+        answer = None if lookup else related_answer(self, understood, applied, **stamp) or tally_answer(
+            *many, self.metadata, **stamp
+        ) or many_papers_answer(*many, parts, **stamp)
         if answer is None:  # a lookup: the answer pipeline's, over what retrieval finds
             sources = self._search(understood.text, k, standalone.held(applied))
             pieces = self.pipeline.stream(replace(standalone, question=understood.text), sources, stamp)
@@ -348,8 +350,7 @@ class RagService:
             return self.lexical.current(state).stored_fields(filters)
 
     def understand(self, question: str) -> Understood:
-        """The question's kind and the filters its words state, an author's name only if some stored
-        paper has that author."""
+        """The question's kind and the filters its words state (an author's name only if a stored paper has it)."""
         return understand_question(question, self._known_author)
 
     def _known_author(self, name: str) -> bool:
@@ -367,8 +368,7 @@ class RagService:
         return inputs | {"standalone": standalone, "sources": self._search(standalone.question, inputs.get("k"), held)}
 
     def clean_question(self, question: str, what: str = "the question") -> str:
-        """The question without control characters; an empty, over-long or garbled question is an
-        InputError naming the text as `what` (rag/core/text.py). Done once, where a question comes in."""
+        """Cleaned (rag/core/text.py; a bad one is an InputError naming it as `what`), once, where it comes in."""
         return clean_question(question, self.config.answer.max_question_chars, what)
 
     @cached_property

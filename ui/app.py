@@ -26,6 +26,7 @@ from rag.core.types import Answer
 from rag.retrieval.focus import History
 from rag.service import RagService
 from ui.focus import cleared, focus_picker, focus_updates, history_for
+from ui.related import sources_panel
 from ui.render import (
     answer_html,
     answer_payload,
@@ -252,7 +253,7 @@ def build_app(service: RagService) -> gr.Blocks:
                 understood = understood_chips()
                 pickers = filter_inputs(choices)
             with gr.Column(scale=2):
-                panel = gr.HTML(sources_panel_html(None, 0), elem_id="rag-sources", js_on_load=None)
+                panel = sources_panel(service, sources_panel_html(None, 0))  # a card's "More like this" shows below
                 downloads = download_buttons()
                 tally_of = tally_view(answers)
 

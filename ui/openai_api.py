@@ -1,4 +1,5 @@
-"""An OpenAI-compatible API over `RagService`: `/v1/chat/completions`, `/v1/models`, `/v1/retrieve`, `/health`.
+"""An OpenAI-compatible API over `RagService`: `/v1/chat/completions`, `/v1/models`, `/v1/retrieve`, `/v1/related`,
+`/health`.
 
 Routes only validate and delegate, as the chat page does. Unmodified OpenAI clients work: the
 response fields they know are standard, and the answer's sources, refusal and fallback travel in
@@ -32,6 +33,7 @@ from rag.core.errors import InputError, RagError, StoreError, first_problem
 from rag.core.filters import FilterSpec, as_filters
 from rag.core.types import Answer
 from rag.service import RagService, get_service
+from ui.related_api import add_related_route
 from ui.slots import AnswerSlots, QueueFull
 
 log = logging.getLogger(__name__)
@@ -195,6 +197,7 @@ def add_openai_routes(
             return JSONResponse({"status": "unavailable", "error": str(err)}, status_code=503)
         return JSONResponse({"status": "ok", "papers": stats["papers"], "config": stats["config"]})
 
+    add_related_route(v1, models)  # POST /v1/related (ui/related_api.py)
     add_unknown_route(v1)
     app.include_router(v1)
     add_error_handlers(app)

@@ -17,6 +17,7 @@ from typing import Any
 from rag.core.markers import MARKER, attach_marker, split_sentences
 from rag.core.markup import markup_html, plain_text
 from rag.core.types import PASSAGE_GAP, Answer, Source, Span, by_relevance, safe_url
+from rag.retrieval.related import OWN_ABSTRACT_ID
 from rag.retrieval.words import source_sentences
 from ui.themes import themes_html
 
@@ -223,6 +224,11 @@ def source_card(source: Source, number: int, turn: int, cited: bool, highlight: 
     if source.primary_area:
         facts.append(escape(source.primary_area))
     state = "cited" if cited else "not cited"
+    # ui/related.py: the papers like this one, under the panel (a span, so the panel holds no <button>).
+    if source.paper_id != OWN_ABSTRACT_ID:  # a stored paper (not an abstract pasted into a question)
+        paper = escape(source.paper_id)
+        action = f'<span class="rag-more-like" role="button" tabindex="0" data-paper="{paper}">More like this</span>'
+        facts.append(action)
     return (
         f'<div class="rag-card {"rag-cited" if cited else "rag-uncited"}" id="{anchor(turn, number)}">'
         f'<div class="rag-card-title"><span class="rag-number">[{number}]</span> {markup_html(source.title)} '

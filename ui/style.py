@@ -44,6 +44,11 @@ CSS = """
   background: var(--neutral-200); color: var(--neutral-800); }
 .rag-badge-oral, .rag-badge-spotlight { background: #fde7d3; color: #8a3b00; }
 .rag-badge-poster { background: #dcecff; color: #0b4a8b; }
+.rag-more-like { color: var(--color-accent); cursor: pointer; text-decoration: underline; }
+.rag-related { margin-top: 0.6em; font-size: 0.9em; }
+.rag-related-list { padding-left: 1.4em; margin: 0; }
+.rag-related-paper { margin-bottom: 0.5em; }
+.rag-tie { color: var(--body-text-color-subdued); margin-top: 0.15em; }
 .rag-passage { font-size: 0.9em; margin-top: 0.3em; line-height: 1.45; }
 .rag-passage mark { background: #fff1a8; color: #1f1f1f; padding: 0 0.1em; }
 /* !important: Gradio writes `overflow: visible` into the block's style attribute, and a long panel

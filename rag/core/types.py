@@ -241,7 +241,7 @@ class Answer:
             return f"{by_model}."
         if self.answered_by == "extractive":
             return f"Quoted from the abstracts: {self.shortfall}." if self.shortfall else "Quoted from the abstracts."
-        if self.answered_by in ("list", "compare"):
+        if self.answered_by in ("list", "compare", "related"):
             return "Each line quotes the abstract it cites."
         if self.answered_by == "tally":
             return "Counted from the papers' stored metadata (status, primary area, authors)."

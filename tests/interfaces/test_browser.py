@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -176,12 +178,7 @@ def test_a_picked_paper_is_the_focus_of_the_next_follow_up(page, app_url):
 def test_the_readme_screenshot_shows_an_answer_and_a_follow_up_on_its_paper(page, tmp_path, embeddings):
     """The README's ui/screenshot.png, made again with UPDATE_README_SCREENSHOT=1 (else into test-output/):
     the seeds alone (no poisoned paper), a question, a follow-up held to the paper it cited."""
-    service = RagService(settings_for(tmp_path / "index"), embeddings=embeddings)
-    service.ingest([SEED_FILE])
-    demo, url = serve(service)
-    try:
-        page.set_viewport_size({"width": 1280, "height": 900})
-        open_app(page, url)
+    with seeds_only(page, tmp_path, embeddings):
         ask(page, RXNFLOW)
         page.locator("#rag-focus-picker input:checked").wait_for(timeout=30_000)  # as a reader would see it
         ask(page, "What does it outperform?")
@@ -189,10 +186,27 @@ def test_the_readme_screenshot_shows_an_answer_and_a_follow_up_on_its_paper(page
         assert "Synthetic Pathway for Drug Design" in focus_line.inner_text()
         page.locator("#rag-focus-picker input:checked").wait_for(timeout=30_000)
         page.wait_for_timeout(500)  # the chat's scroll to its last message
-        readme = os.environ.get("UPDATE_README_SCREENSHOT") == "1"
-        SCREENSHOTS.mkdir(exist_ok=True)
-        page.screenshot(path=str(PROJECT_ROOT / "ui" / "screenshot.png" if readme else SCREENSHOTS / "ui-readme.png"))
+        readme_screenshot(page, "screenshot.png", "ui-readme.png")
         assert page.dialogs == []
+
+
+def readme_screenshot(page, name: str, otherwise: str) -> None:
+    """The page as the README's ui/`name` with UPDATE_README_SCREENSHOT=1, else into test-output/`otherwise`."""
+    readme = os.environ.get("UPDATE_README_SCREENSHOT") == "1"
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(PROJECT_ROOT / "ui" / name if readme else SCREENSHOTS / otherwise))
+
+
+@contextmanager
+def seeds_only(page, tmp_path, embeddings) -> Iterator[RagService]:
+    """The app over the seeds alone (no poisoned paper), open in `page` at the README screenshots' size."""
+    service = RagService(settings_for(tmp_path / "index"), embeddings=embeddings)
+    service.ingest([SEED_FILE])
+    demo, url = serve(service)
+    try:
+        page.set_viewport_size({"width": 1280, "height": 900})
+        open_app(page, url)
+        yield service
     finally:
         demo.close()
 
@@ -390,6 +404,33 @@ def test_an_understood_filter_shows_as_a_chip_that_one_click_drops(page, moe_app
     assert library.failed_blocks == [] and len(library.entries) == rows > 0
     assert all(entry["url"].startswith("https://openreview.net/forum?id=") for entry in library.entries)
     assert page.dialogs == []
+
+
+@pytest.mark.slow
+def test_more_like_this_on_a_card_shows_its_related_papers_each_tied_by_a_sentence_of_both(page, tmp_path, embeddings):
+    """A source card's "More like this" (ui/related.py), by click and by keyboard, over the seeds alone; the
+    README's ui/screenshot-related.png with UPDATE_README_SCREENSHOT=1 (else into test-output/)."""
+    with seeds_only(page, tmp_path, embeddings) as service:
+        ask(page, RXNFLOW)
+        first = page.locator("#source-0-1")
+        assert "Synthetic Pathway for Drug Design" in first.locator(".rag-card-title").inner_text()
+        first.locator(".rag-more-like").click()
+        heading = page.locator("#rag-related .rag-panel-heading")
+        heading.wait_for(timeout=30_000)
+        assert "Synthetic Pathway for Drug Design" in heading.inner_text()
+        papers = page.locator("#rag-related .rag-related-paper")
+        assert papers.count() == service.config.retrieval.k
+        assert "NExT-Mol" in papers.first.inner_text()  # the seeds' other paper on generating molecules
+        assert "Synthetic Pathway" not in page.locator("#rag-related ol").inner_text()  # never the paper itself
+        assert all("~ this paper: “" in tie for tie in page.locator("#rag-related .rag-tie").all_inner_texts())
+        readme_screenshot(page, "screenshot-related.png", "ui-related.png")
+        second = page.locator("#source-0-2")
+        second.locator(".rag-more-like").focus()
+        page.keyboard.press("Enter")
+        title = second.locator(".rag-card-title").inner_text().split("] ", 1)[1].rsplit(" ", 2)[0]
+        shown = "t => document.querySelector('#rag-related .rag-panel-heading').innerText.includes(t)"
+        page.wait_for_function(shown, arg=title[:40])
+        assert page.dialogs == []
 
 
 def test_a_count_over_the_metadata_shows_as_a_table_and_a_bar_chart(page, moe_app_url, moe_sample):

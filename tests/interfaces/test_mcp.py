@@ -78,8 +78,8 @@ def calls(tmp_path_factory) -> dict:
 
 def test_an_mcp_client_lists_both_tools_with_their_schemas(calls):
     tools = {tool.name: tool for tool in calls["tools"]}
-    assert set(tools) == {"search_papers", "ask"}
-    for tool in tools.values():
+    assert set(tools) == {"search_papers", "ask", "related_papers"}  # related_papers: tests/interfaces/test_related.py
+    for tool in (tools["search_papers"], tools["ask"]):
         assert tool.description and tool.input_schema["required"] == ["question"]
         assert {"question", "k", "filters"} <= set(tool.input_schema["properties"])
         assert tool.annotations.read_only_hint is True
