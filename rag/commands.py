@@ -286,6 +286,7 @@ def run_eval(args: argparse.Namespace) -> int:
     from rag.evaluate import ServiceSystem, evaluate, load_questions, metrics_table
     from rag.evaluate_counts import evaluate_counts, is_count_set
     from rag.evaluate_related import is_related_file
+    from rag.theme_eval import is_overview_set, overview_report, report_table
 
     if is_related_file(args.questions):  # hand-labelled related papers (tests/eval/related_questions.jsonl)
         return run_related_eval(args)
@@ -293,6 +294,10 @@ def run_eval(args: argparse.Namespace) -> int:
     if is_count_set(args.questions):  # counting questions: every figure exact, against a direct count
         counts = evaluate_counts(service_from(args), args.questions, args.split)
         print(json.dumps(counts.to_dict(), indent=2) if args.json else counts.table(misses=args.misses))
+        return 0
+    if is_overview_set(args.questions):  # overview questions: how well the themes separate papers
+        report = overview_report(service_from(args), args.questions, args.split)
+        print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else report_table(report))
         return 0
     questions = load_questions(args.questions, args.split)
     service = service_from(args, retrieval={"mode": args.mode} if args.mode else {})

@@ -1,9 +1,8 @@
 """`RagService` wires config -> embeddings -> store -> retriever -> answer pipeline, once.
 
-The CLI, the `answer()` functions and the UI all go through it. Each part is built on first use,
-so a command that needs no model loads none; tests pass their own parts to the constructor. What
-an answer is made of lives in `rag.answering.pipeline`; re-opening an index another process wrote
-to, in `rag.index.access`.
+The CLI, the `answer()` functions and the UI all go through it. Each part is built on first use, so a command
+that needs no model loads none; tests pass their own parts to the constructor. What an answer is made of lives
+in `rag.answering.pipeline`; re-opening an index another process wrote to, in `rag.index.access`.
 """
 
 from __future__ import annotations
@@ -332,10 +331,11 @@ class RagService:
             "focus": list(standalone.focus),
         }
         lookup = bool(standalone.focus) or not read  # held to the papers in focus, or taken literally: a lookup
-        many = (understood, applied, self._search, self.config)  # a tally, else a list, count or compare answer
+        many = (understood, applied, self._search, self.config)  # a tally, else a list, count, overview or compare
+        parts = lambda: (self.sentence_embeddings, self.pipeline)  # noqa: E731 - an overview's, made if asked
         answer = None if lookup else related_answer(self, understood, applied, **stamp) or tally_answer(
             *many, self.metadata, **stamp
-        ) or many_papers_answer(*many, **stamp)
+        ) or many_papers_answer(*many, parts, **stamp)
         if answer is None:  # a lookup: the answer pipeline's, over what retrieval finds
             sources = self._search(understood.text, k, standalone.held(applied))
             pieces = self.pipeline.stream(replace(standalone, question=understood.text), sources, stamp)

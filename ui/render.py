@@ -19,6 +19,7 @@ from rag.core.markup import markup_html, plain_text
 from rag.core.types import PASSAGE_GAP, Answer, Source, Span, by_relevance, safe_url
 from rag.retrieval.related import OWN_ABSTRACT_ID
 from rag.retrieval.words import source_sentences
+from ui.themes import themes_html
 
 WORD = re.compile(r"[a-z0-9]+")
 # Below this share of an answer sentence's words found in a source sentence, nothing is highlighted:
@@ -37,6 +38,8 @@ def answer_html(answer: Answer, turn: int) -> str:
     """The chat bubble of a finished answer: the text with linked `[n]` badges, who wrote it, its sources."""
     if answer.refused:
         return refusal_html(answer)
+    if answer.themes:
+        return themes_html(answer, turn, badge_html)
     if answer.listed:
         return list_html(answer, turn)
     parts = [f'<p class="rag-answer">{checked_text_html(answer, turn)}</p>']

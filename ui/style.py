@@ -55,6 +55,14 @@ CSS = """
    would then spill over what sits below it (the download buttons) instead of scrolling. */
 #rag-sources { max-height: 760px; overflow-y: auto !important; }
 #rag-downloads { margin-top: 0.4em; }
+.rag-themes { margin: 0.4em 0; padding-left: 1.4em; }
+.rag-theme { margin: 0.35em 0; }
+.rag-theme-name { font-weight: 600; }
+.rag-theme-size { color: var(--body-text-color-subdued); font-size: 0.88em; }
+.rag-theme-summary { display: block; margin: 0.1em 0 0 0.6em; }
+.rag-theme-quote { display: block; font-size: 0.92em; margin: 0.1em 0 0 0.6em; }
+.rag-theme-papers { font-size: 0.88em; margin: 0.15em 0 0 0.6em; }
+.rag-theme-papers ul { margin: 0.2em 0; padding-left: 0.4em; list-style: none; }
 """
 
 # Clicking a [n] badge in the chat selects its message (Gradio's select event puts that turn's

@@ -17,8 +17,10 @@ leaves out ("…, excluding LLMs") is left out of the list: the papers whose tit
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rag.answering.evidence import is_background
+from rag.answering.overview import overview_answer
 from rag.core.config import RetrievalConfig, Settings
 from rag.core.errors import InputError
 from rag.core.filters import Filters
@@ -29,20 +31,30 @@ from rag.retrieval.refusal import evidence_score, refusal_reason
 from rag.retrieval.understand import Understood, alternatives, without_kind_words
 from rag.retrieval.words import source_sentences
 
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+
+    from rag.answering.pipeline import AnswerPipeline
+
 LONG_TOPIC = 6  # words: a longer topic is a description ("generate DAGs by combining …"), not a name
 
 # The caller's retrieval: (a question cleaned already, k, filters) -> the top-k papers, best first.
 Search = Callable[[str, int, Filters], list[Source]]
+# The caller's sentence embeddings and answer pipeline, made when first needed.
+Parts = Callable[[], tuple["Embeddings", "AnswerPipeline"]]
 
 
 def many_papers_answer(
-    asked: Understood, applied: Filters, search: Search, settings: Settings, **stamp
+    asked: Understood, applied: Filters, search: Search, settings: Settings, parts: Parts | None = None, **stamp
 ) -> Answer | None:
-    """The answer to a list, count or compare question, searched with `search`; None for a lookup (one
-    paper's question, the answer pipeline's). `stamp`: the fields every Answer gets."""
-    if asked.kind in ("list", "count"):
+    """The answer to a list, count, overview or compare question, searched with `search`; None for a lookup
+    (one paper's question, the answer pipeline's). `parts`: the sentence embeddings an overview groups its
+    papers with and the answer pipeline whose model writes a sentence per theme (rag/answering/overview.py).
+    `stamp`: the fields every Answer gets."""
+    if asked.kind in ("list", "count", "overview"):
         topic = without_kind_words(asked)
-        return list_answer(topic, applied, topic_rankings(topic, applied, search, settings), settings, **stamp)
+        listed = list_answer(topic, applied, topic_rankings(topic, applied, search, settings), settings, **stamp)
+        return overview_answer(listed, topic, *parts()) if asked.kind == "overview" and parts else listed
     if asked.kind == "compare":
         return compare_answer(asked, compared(asked, applied, search, settings.retrieval), **stamp)
     return None

@@ -158,6 +158,30 @@ class SentenceCheck:
 
 
 @dataclass(frozen=True)
+class Quote:
+    """A sentence of a paper's abstract, quoted as it stands, with the `[n]` that cites the paper."""
+
+    paper_id: str
+    number: int
+    sentence: str
+
+
+@dataclass(frozen=True)
+class Theme:
+    """One theme of an overview answer: papers that do alike, named by the words that set them apart."""
+
+    name: str
+    words: tuple[str, ...]  # the distinctive words, most distinctive first (class-based TF-IDF)
+    paper_ids: tuple[str, ...]  # most typical first
+    quotes: tuple[Quote, ...]  # two or three sentences of its most typical papers
+    summary: str = ""  # a configured model's sentence about them, with [n] markers, kept only when checked
+
+    @property
+    def size(self) -> int:
+        return len(self.paper_ids)
+
+
+@dataclass(frozen=True)
 class Answer:
     """A cited answer. `[n]` in `text` refers to `sources[n - 1]`."""
 
@@ -184,11 +208,13 @@ class Answer:
     line: str | None = None  # list and count: how the line for "about the topic" was drawn
     focus: list[str] = field(default_factory=list)  # a follow-up's papers in focus, answered from (paper ids)
     table: Table | None = None  # tally: the papers counted per group of a stored field (rag/core/tables.py)
+    themes: list[Theme] = field(default_factory=list)  # overview: the papers grouped by what they do, largest first
 
     @property
     def listed(self) -> list[Source]:
-        """The papers a list or count answer lists, or a tally drew on its topic (all its sources); else empty."""
-        return list(self.sources) if self.kind in ("list", "count", "tally") and not self.refused else []
+        """The papers a list or count answer lists, an overview groups, or a tally drew on its topic (all its
+        sources); else empty."""
+        return list(self.sources) if self.kind in ("list", "count", "overview", "tally") and not self.refused else []
 
     @property
     def cited(self) -> list[str]:
@@ -219,6 +245,12 @@ class Answer:
             return "Each line quotes the abstract it cites."
         if self.answered_by == "tally":
             return "Counted from the papers' stored metadata (status, primary area, authors)."
+        if self.answered_by == "overview":
+            grouped = "Themes grouped by what the papers' sentences say they do; each quote is cited"
+            if any(theme.summary for theme in self.themes):
+                by = f"the language model{f' ({model})' if model else ''}"
+                return f"{grouped}; a theme's first sentence is written by {by} and checked against the quotes it cites."
+            return f"{grouped}."
         return None
 
     def to_dict(self) -> dict[str, Any]:
@@ -250,6 +282,7 @@ class Answer:
             "line": self.line,
             "focus": self.focus,
             "table": self.table.to_dict() if self.table else None,
+            "themes": [{**asdict(theme), "size": theme.size} for theme in self.themes],
         }
 
     def export(self, fmt: ExportFormat) -> str:

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from rag.core.filters import Filters
+from rag.retrieval.overview_words import asks_for_overview, overview_topic
 
-Kind = Literal["lookup", "list", "count", "compare"]
+Kind = Literal["lookup", "list", "count", "compare", "overview"]
 
 PAPERS = r"(?:papers?|works?|submissions?|articles?|ones)"
 ACCEPTED = ("Oral", "Spotlight", "Poster")
@@ -220,6 +221,8 @@ def _kind(question: str, text: str) -> tuple[Kind, tuple[str, ...]]:
         named = (match["a"] or match["a2"] or match["a3"], match["b"] or match["b2"] or match["b3"])
         # "Compare Palu and MatryoshkaKV for KV-cache compression": the names, not what they are for.
         return "compare", tuple(ASPECT.split(name, maxsplit=1)[0].strip(" '\"“”") for name in named)
+    if asks_for_overview(text):  # "what are the main approaches to X": a field, before "what methods … papers"
+        return "overview", ()
     if LIST.search(question):
         return "list", ()
     return "lookup", ()
@@ -252,7 +255,7 @@ def without_kind_words(understood: Understood) -> Understood:
     left = LEFT_OUT.search(text)
     if left:
         text, left_out = text[: left.start()] + text[left.end() :], left.group("left").strip()
-    text = COUNT.sub("", text)
+    text = overview_topic(text) if understood.kind == "overview" else COUNT.sub("", text)
     text = LIST.sub("", text)
     text = re.sub(rf"^\W*(?:{PAPERS}\s+)?(?:are\s+|were\s+|is\s+)?(?:about|on|that|which)?\s*", "", text)
     # Verbs that say only "is about": "deal with over-smoothing" ranks as "over-smoothing".

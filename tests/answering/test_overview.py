@@ -1,0 +1,182 @@
+"""Overview answers ("what are the main approaches to X?"): the topic's papers grouped into themes.
+
+Over the real index of the mixture-of-experts slice of the ICLR 2025 list (tests/conftest.py), with the
+bundled embedding model: through `rag.answer()`, the service and the CLI as typed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from conftest import settings_for
+
+from rag.answering.themes import MIN_PAPERS, OTHERS, silhouette
+from rag.core.markup import plain_text
+from rag.service import RagService
+
+OVERVIEW = "What are the main approaches to mixture-of-experts?"
+
+
+@pytest.fixture(scope="module")
+def moe(moe_index, embeddings) -> RagService:
+    return RagService(settings_for(moe_index), embeddings=embeddings)
+
+
+def test_an_overview_groups_every_listed_paper_into_exactly_one_theme(moe_index):
+    import rag
+
+    answer = rag.answer(OVERVIEW, config=settings_for(moe_index))
+    listed = rag.answer("Which papers are about mixture-of-experts?", config=settings_for(moe_index))
+    assert answer.kind == "overview" and answer.answered_by == "overview" and not answer.refused
+    assert len(answer.themes) >= 2
+    grouped = [paper_id for theme in answer.themes for paper_id in theme.paper_ids]
+    assert len(grouped) == len(set(grouped)), "a paper sits in two themes"
+    # The themes partition the papers the list of the same topic draws: no paper dropped, none added.
+    assert set(grouped) == {source.paper_id for source in answer.sources} == {s.paper_id for s in listed.listed}
+    named = [theme for theme in answer.themes if theme.name != OTHERS]
+    assert [theme.size for theme in named] == sorted((theme.size for theme in named), reverse=True)
+    assert all(theme.words and theme.name == ", ".join(theme.words) for theme in named)
+    exported = answer.export("csv").strip().splitlines()  # the papers to take away: every grouped paper
+    assert len(exported) == len(grouped) + 1
+
+
+def test_each_quote_is_a_sentence_of_the_abstract_it_cites(moe):
+    answer = moe.answer(OVERVIEW)
+    assert all(1 <= len(theme.quotes) <= 3 for theme in answer.themes)
+    for theme in answer.themes:
+        for quote in theme.quotes:
+            assert quote.paper_id in theme.paper_ids
+            assert answer.sources[quote.number - 1].paper_id == quote.paper_id
+            assert quote.sentence in moe.paper(quote.paper_id)["abstract"]
+            assert f"“{plain_text(quote.sentence)}” [{quote.number}]" in answer.text
+    # The text: the head, then one line per theme that cites each of its papers.
+    head, *lines = answer.text.split("\n")
+    assert head.endswith(f"grouped into {len(answer.themes)} themes by what they do, largest first:")
+    assert len(lines) == len(answer.themes)
+    assert set(answer.cited) == {source.paper_id for source in answer.sources}
+
+
+def test_a_topic_with_too_few_papers_says_so_in_one_line_and_lists_them(moe):
+    answer = moe.answer("Summarize the oral papers on mixture-of-experts")
+    assert answer.kind == "overview" and answer.filters == {"status": ["Oral"]}
+    assert 0 < len(answer.listed) < MIN_PAPERS and answer.themes == []
+    head, *lines = answer.text.split("\n")
+    assert head.endswith(f"too few to group into themes ({MIN_PAPERS} at least), so listed instead:")
+    assert len(lines) == len(answer.listed)
+
+
+def test_a_topic_no_paper_is_about_is_refused_as_a_list_would_be(moe):
+    answer = moe.answer("What are the main approaches to knitting patterns for garments?")
+    assert answer.kind == "overview" and answer.refused and answer.themes == []
+    assert answer.refusal_reason == answer.line and answer.line.startswith("listed: evidence")
+
+
+def test_a_lookup_and_a_list_are_not_overviews(moe):
+    assert moe.answer("Which papers are about mixture-of-experts?").themes == []
+    assert moe.answer("How does Ada-K routing choose the number of experts?").kind == "lookup"
+
+
+def test_the_cli_prints_the_themes_and_json_and_the_api_payload_carry_them(moe_index, moe):
+    from clirun import rag
+
+    shown = rag("ask", OVERVIEW, index=moe_index)
+    assert shown.returncode == 0, shown.stderr
+    assert "themes by what they do, largest first:" in shown.stdout and "\n1. " in shown.stdout
+    data = json.loads(rag("ask", OVERVIEW, "--json", index=moe_index).stdout)
+    assert data["kind"] == "overview" and data["themes"]
+    ids = {source["paper_id"] for source in data["sources"]}
+    assert {paper_id for theme in data["themes"] for paper_id in theme["paper_ids"]} == ids
+    payload = moe.answer(OVERVIEW).to_payload()  # what /v1's `rag` field and MCP's `ask` return
+    assert payload["themes"] and all(theme["size"] == len(theme["paper_ids"]) for theme in payload["themes"])
+    assert {"name", "words", "paper_ids", "quotes"} <= set(payload["themes"][0])
+
+
+def test_silhouette_prefers_the_grouping_that_separates():
+    import numpy as np
+
+    vectors = np.array([[1.0, 0.0], [0.99, 0.14], [0.0, 1.0], [0.14, 0.99]])
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    assert silhouette(vectors, np.array([1, 1, 2, 2])) > 0.5 > silhouette(vectors, np.array([1, 2, 1, 2]))
+    assert silhouette(vectors, np.array([1, 1, 1, 1])) == 0.0
+
+
+@pytest.mark.slow
+def test_the_v1_api_carries_the_themes_in_its_rag_field(moe_index, tmp_path):
+    import httpx
+    from conftest import user_environment
+
+    from benchmarks.harness.servers import ServeProcess
+
+    env = user_environment(tmp_path) | {"RAG_VECTORSTORE__PATH": str(moe_index)}
+    with ServeProcess(tmp_path / "serve.log", env, "--config", "extractive") as server:
+        body = {"model": "extractive", "messages": [{"role": "user", "content": OVERVIEW}]}
+        reply = httpx.post(f"{server.url}v1/chat/completions", json=body, timeout=300).json()
+    rag = reply["rag"]
+    assert rag["kind"] == "overview" and len(rag["themes"]) >= 2
+    assert reply["choices"][0]["message"]["content"] == rag["text"]
+    numbered = {source["number"]: source["paper_id"] for source in rag["sources"]}
+    assert all(numbered[quote["number"]] == quote["paper_id"] for theme in rag["themes"] for quote in theme["quotes"])
+
+
+@pytest.mark.slow
+def test_with_the_bundled_model_a_theme_sentence_is_kept_only_when_its_citations_check(moe_index, embeddings):
+    from rag.answering.citations import CitationChecker
+    from rag.core.types import Source
+
+    service = RagService(settings_for(moe_index, "default"), embeddings=embeddings)
+    answer = service.answer(OVERVIEW)
+    written = [theme for theme in answer.themes if theme.summary]
+    assert written, "the bundled model wrote no sentence that passed its check: nothing here was tested"
+    checker = CitationChecker(embeddings, service.config.answer.support_threshold)
+    for theme in written:
+        quoted = {quote.number: quote for quote in theme.quotes}
+        cited = [int(n) for n in re.findall(r"\[(\d+)\]", theme.summary)]
+        assert cited and set(cited) <= set(quoted), theme.summary
+        sources = [Source.from_text(quoted[n].paper_id, "", quoted[n].sentence) for n in sorted(quoted)]
+        local = re.sub(r"\[(\d+)\]", lambda m: f"[{sorted(quoted).index(int(m[1])) + 1}]", theme.summary)
+        _, checks = checker.check(local, sources)
+        assert checks and all(check.supported for check in checks), theme.summary
+        assert theme.summary in answer.text and "written by the language model" in answer.provenance()
+
+
+def test_the_page_shows_a_theme_sentence_escaped_with_its_badges(moe):
+    from dataclasses import replace
+
+    from ui.render import answer_html
+
+    answer = moe.answer(OVERVIEW)
+    first = answer.themes[0]
+    number = first.quotes[0].number
+    written = replace(first, summary=f"They route <img src=x onerror=alert(1)> tokens [{number}].")
+    html = answer_html(replace(answer, themes=[written, *answer.themes[1:]]), turn=0)
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html and "<img" not in html
+    summary = html.split('<span class="rag-theme-summary">', 1)[1].split("</span>", 1)[0]
+    assert summary.startswith("They route") and f"goto-source-0-{number}" in html.split("rag-theme-quote")[0]
+    assert html.count('class="rag-theme"') == len(answer.themes)
+
+
+@pytest.mark.slow
+def test_mcp_ask_carries_the_themes(moe_index, tmp_path):
+    import asyncio
+    import sys
+
+    from conftest import user_environment
+    from mcp import Client, StdioServerParameters, stdio_client
+
+    from rag.core.config import PROJECT_ROOT
+
+    env = user_environment(tmp_path) | {"RAG_VECTORSTORE__PATH": str(moe_index)}
+    command = ["-m", "rag.cli", "--config", "extractive", "mcp"]
+    params = StdioServerParameters(command=sys.executable, args=command, env=env, cwd=PROJECT_ROOT)
+
+    async def ask() -> dict:
+        with (tmp_path / "mcp.log").open("w") as errlog:
+            async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=600) as client:
+                return (await client.call_tool("ask", {"question": OVERVIEW})).structured_content
+
+    said = asyncio.run(ask())
+    assert said["kind"] == "overview" and len(said["themes"]) >= 2
+    grouped = {paper_id for theme in said["themes"] for paper_id in theme["paper_ids"]}
+    assert grouped == {source["paper_id"] for source in said["sources"]}
