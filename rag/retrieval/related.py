@@ -122,16 +122,22 @@ class RelatedRanker:
         self.chunk = chunk
 
     def stored(self, text: str, lexical: Bm25Index) -> Subject | None:
-        """The stored paper whose OpenReview id is `text`, else whose title is (case and spacing aside)."""
+        """The stored paper whose OpenReview id is `text`, else whose title is, else whose title's name
+        before a colon is ("Jump Your Steps" for "Jump Your Steps: Optimizing …"); case and spacing aside."""
         text = " ".join(text.split())
         found = self.index.paper(text) if text else None
         if found is not None:
             return Subject(text, str(found[1].get("title", "")), found[0], found[1])
         wanted = text.casefold()
         candidates = [paper_id for paper_id, _ in lexical.search(text, 20)]
-        for paper_id, meta in self.index.stored_metadata(candidates).items():
-            if " ".join(str(meta.get("title", "")).split()).casefold() == wanted:
-                return self.stored(paper_id, lexical)
+        titles = {
+            paper_id: " ".join(str(meta.get("title", "")).split()).casefold()
+            for paper_id, meta in self.index.stored_metadata(candidates).items()
+        }
+        for name_of in (lambda title: title, lambda title: title.partition(":")[0].strip()):
+            named = [paper_id for paper_id, title in titles.items() if wanted and name_of(title) == wanted]
+            if named:
+                return self.stored(named[0], lexical)
         return None
 
     def rank(

@@ -57,6 +57,15 @@ def test_a_title_as_stored_in_any_case_or_spacing_is_the_paper_its_id_is(seeded)
     assert [p.source.paper_id for p in by_title.papers] == [p.source.paper_id for p in by_id.papers]
 
 
+JUMP = next(record for title, record in SEEDS.items() if title.startswith("Jump Your Steps:"))
+
+
+def test_a_titles_name_before_its_colon_is_the_paper_in_the_command_and_in_a_question(seeded):
+    assert find_related(seeded, "jump your  steps", k=3).subject.paper_id == JUMP["id"]
+    answer = seeded.answer("Which papers are most similar to Jump Your Steps?")
+    assert answer.kind == "related" and answer.sources[0].paper_id == JUMP["id"], answer.text
+
+
 def test_a_users_own_abstract_finds_the_stored_paper_with_that_abstract_first(seeded):
     found = find_related(seeded, abstract=f"{RXNFLOW['title']}\n{RXNFLOW['abstract']}", k=3)
     assert found.subject.paper_id == "your-abstract" and found.subject.title == RXNFLOW["title"]
