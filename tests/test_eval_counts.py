@@ -59,6 +59,16 @@ def test_a_wrong_figure_is_caught(sample_service):
     assert check(answer, {"by": "primary_area", "filters": {}}, papers)[0] == "grouped by status, not primary_area"
 
 
+def test_a_paper_whose_authors_share_a_name_counts_once_for_that_name(sample_service):
+    """Two authors named alike on one paper (the full list has one such "Jun Wang" paper): one paper."""
+    answer = sample_service.answer("Which authors have the most papers?")
+    papers = [metadata for _, _, metadata in sample_service.index.iter_papers()]
+    (name, number), *_ = answer.table.rows
+    mine = next(paper for paper in papers if name in str(paper["authors"]).split("; "))
+    twice = [{**paper, "authors": f"{paper['authors']}; {name}"} if paper is mine else paper for paper in papers]
+    assert check(answer, {"by": "authors", "filters": {}}, twice) == []
+
+
 @pytest.mark.parametrize("line", ["not json", '{"question": "How many orals are there?"}'])
 def test_a_file_that_is_not_a_counting_set_goes_to_the_lookup_evaluation(tmp_path, line):
     path = tmp_path / "questions.jsonl"
