@@ -5,8 +5,11 @@ about the topic, given the quotes alone as its numbered sources; it is stopped a
 first sentence that cites a quote and
 that the citation check supports (rag/answering/citations.py: similar enough to a sentence of what it
 cites, no number or name the sources lack) is kept, renumbered to the answer's `[n]`; one that copies a
-quote or a title word for word adds nothing, and one of fewer than six words is a fragment: neither is kept. Otherwise, or when the model fails, the theme
-has no sentence and its quotes stand alone, as in the extractive config.
+quote or a title word for word adds nothing, and one of fewer than six words is a fragment: neither is kept.
+A sentence about a theme stands on two of its quotes at least: one citing a single paper speaks for that
+paper, not the theme (the bundled model's "These papers focus on … [26]" restated one paper as all five).
+Otherwise, or when the model fails, the theme has no sentence and its quotes stand alone, as in the
+extractive config.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ if TYPE_CHECKING:
     from rag.answering.pipeline import AnswerPipeline
 
 FEWEST_WORDS = 6  # fewer make a name or a fragment, not a sentence about the papers
+THEME_QUOTES = 2  # the quotes a sentence about a theme cites at least (fewer when the theme has one)
 SENTENCES_READ = 2  # the model's first sentences read; generation stops there (each costs seconds)
 SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
 
@@ -41,7 +45,8 @@ def theme_sentence(pipeline: AnswerPipeline, topic: str, quotes: tuple[Quote, ..
     copies = [_words(text) for text in [*(quote.sentence for quote in quotes), *titles.values()]]
     for check in checks:
         words = _words(MARKER.sub("", check.text))
-        if check.supported and check.cited and len(words) >= FEWEST_WORDS and words not in copies:
+        about_theme = len(set(check.cited)) >= min(THEME_QUOTES, len(quotes))
+        if check.supported and about_theme and len(words) >= FEWEST_WORDS and words not in copies:
             return attach_marker(MARKER.sub("", check.text).strip(), [quotes[n - 1].number for n in check.cited])
     return ""
 
