@@ -15,7 +15,6 @@ an `Outcome`. `ServiceSystem` wraps a `RagService`; benchmarks/ adds the baselin
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -24,13 +23,13 @@ from typing import TYPE_CHECKING, Protocol
 
 from rag.core.errors import InputError
 from rag.core.filters import Filters
+from rag.core.jsonl import SPLITS, read_split
 from rag.facts import missing_facts
 from rag.retrieval.refusal import refusal
 
 if TYPE_CHECKING:
     from rag.service import RagService
 
-SPLITS = ("dev", "test", "all")
 
 
 @dataclass(frozen=True)
@@ -206,37 +205,22 @@ class Report:
 
 def load_questions(path: str | Path, split: str = "all") -> list[Question]:
     """The questions of one split ('dev', 'test' or 'all'); a malformed line is an InputError."""
-    if split not in SPLITS:
-        raise InputError(f"unknown split '{split}'; valid: {', '.join(SPLITS)}")
-    path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read questions from {path}: {err}") from None
-    questions = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            raw = json.loads(line)
-            question = Question(
-                str(raw["question"]),
-                tuple(raw.get("gold") or ()),
-                raw.get("split", ""),
-                raw.get("kind", ""),
-                tuple(raw.get("facts") or ()),
-                tuple(tuple(facts) for facts in raw.get("asks") or ()),
-                tuple(str(earlier) for earlier in raw.get("history") or ()),
-            )
-        except (ValueError, KeyError, TypeError) as err:
-            raise InputError(f"{path}:{number}: not a question line ({type(err).__name__}: {err})") from None
-        if not question.question.strip():
-            raise InputError(f"{path}:{number}: the question is empty")
-        if split == "all" or question.split == split:
-            questions.append(question)
-    if not questions:
-        raise InputError(f"{path} holds no questions" + ("" if split == "all" else f" in the '{split}' split"))
-    return questions
+    return read_split(path, split, question_of, "question")
+
+
+def question_of(raw: dict) -> Question:
+    question = Question(
+        str(raw["question"]),
+        tuple(raw.get("gold") or ()),
+        raw.get("split", ""),
+        raw.get("kind", ""),
+        tuple(raw.get("facts") or ()),
+        tuple(tuple(facts) for facts in raw.get("asks") or ()),
+        tuple(str(earlier) for earlier in raw.get("history") or ()),
+    )
+    if not question.question.strip():
+        raise ValueError("the question is empty")
+    return question
 
 
 def evaluate(

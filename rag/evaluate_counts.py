@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rag.core.errors import InputError
-from rag.evaluate import SPLITS, _percentile
+from rag.core.jsonl import SPLITS
+from rag.evaluate import _percentile
 
 if TYPE_CHECKING:
     from rag.core.types import Answer

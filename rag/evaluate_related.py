@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from rag.answering.related import find_related
 from rag.core.errors import InputError
+from rag.core.jsonl import read_split
 from rag.retrieval.related import Method
 
 if TYPE_CHECKING:
@@ -49,22 +50,12 @@ def is_related_file(path: str | Path) -> bool:
 
 def load_related_sets(path: str | Path, split: str = "all") -> list[RelatedSet]:
     """The related sets of one split ('dev', 'test' or 'all'); a malformed line is an InputError."""
-    path = Path(path)
-    sets = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            raw = json.loads(line)
-            related, unrelated = tuple(map(str, raw["related"])), tuple(map(str, raw.get("unrelated", ())))
-            found = RelatedSet(str(raw["paper"]), related, raw.get("split", ""), raw.get("title", ""), unrelated)
-        except (ValueError, KeyError, TypeError) as err:
-            raise InputError(f"{path}:{number}: not a related set ({type(err).__name__}: {err})") from None
-        if split in ("all", found.split):
-            sets.append(found)
-    if not sets:
-        raise InputError(f"{path} holds no related sets" + ("" if split == "all" else f" in the '{split}' split"))
-    return sets
+    return read_split(path, split, related_set, "related set")
+
+
+def related_set(raw: dict) -> RelatedSet:
+    related, unrelated = tuple(map(str, raw["related"])), tuple(map(str, raw.get("unrelated", ())))
+    return RelatedSet(str(raw["paper"]), related, raw.get("split", ""), raw.get("title", ""), unrelated)
 
 
 def held_by(service: RagService, sets: Sequence[RelatedSet], label: str) -> list[RelatedSet]:

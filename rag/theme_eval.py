@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rag.core.errors import InputError
+from rag.core.jsonl import read_split
 
 if TYPE_CHECKING:
     from rag.service import RagService
@@ -45,20 +45,11 @@ def is_overview_set(path: str | Path) -> bool:
 
 def load_overview_questions(path: str | Path, split: str = "all") -> list[OverviewQuestion]:
     """The questions of one split ('dev', 'test' or 'all'); a line without a question is an InputError."""
-    questions = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            question = OverviewQuestion(str(row["question"]), row.get("split", ""), dict(row.get("groups") or {}))
-        except (ValueError, KeyError, TypeError) as err:
-            raise InputError(f"{path}:{number}: not an overview question ({type(err).__name__}: {err})") from None
-        if split in ("all", question.split):
-            questions.append(question)
-    if not questions:
-        raise InputError(f"{path} holds no questions" + ("" if split == "all" else f" in the '{split}' split"))
-    return questions
+    return read_split(path, split, overview_question, "overview question")
+
+
+def overview_question(raw: dict) -> OverviewQuestion:
+    return OverviewQuestion(str(raw["question"]), raw.get("split", ""), dict(raw.get("groups") or {}))
 
 
 def adjusted_rand_index(first: list[str], second: list[str]) -> float:

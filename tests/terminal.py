@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pty
+import signal
 
 
 def started_on_terminal(argv: list[str], environment: dict[str, str]) -> tuple[int, int]:
@@ -11,6 +12,11 @@ def started_on_terminal(argv: list[str], environment: dict[str, str]) -> tuple[i
     the terminal's other end (what it writes is read there; what is written there, it reads)."""
     process_id, terminal = pty.fork()
     if process_id == 0:  # the child: the command, on the terminal
+        # Ctrl-C reaches it as a shell's command gets it, whatever this test process does with SIGINT: a
+        # library used by an earlier test may leave it ignored, and an ignored signal stays ignored in
+        # the command, which then never sees the Ctrl-C typed at it (a chat test hung so in the suite).
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         os.execve(argv[0], argv, environment)
     return process_id, terminal
 

@@ -83,6 +83,8 @@ def test_processes_building_one_fresh_bm25_index_at_once_all_succeed_and_agree(s
 def test_a_build_that_read_fewer_papers_than_the_index_counts_is_not_kept_for_that_state(seed_index, embeddings):
     """A Chroma server that counted a write its read of the papers missed must not leave a build that
     lacks those papers until the next write: the next question builds again and finds them."""
+    for cache in seed_index.glob("*-bm25"):
+        shutil.rmtree(cache)  # no build on disk: the first question builds one
     service = RagService(settings_for(seed_index), embeddings=embeddings)
     every = service.index.iter_papers
     service.index.iter_papers = lambda: iter(list(every())[:-1])  # type: ignore[method-assign]
