@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from rag.answering.citations import CitationChecker
 from rag.answering.evidence import EvidencePicker
 from rag.answering.lists import many_papers_answer
+from rag.answering.paper_map import with_map
 from rag.answering.related import related_answer
 from rag.answering.pipeline import AnswerPipeline
 from rag.answering.providers import Provider, make_provider
@@ -181,26 +182,25 @@ class RagService:
         self, paths: Iterable[str | Path] = (), prune: bool = False, strict: bool = False, progress: bool = False
     ) -> IngestReport:
         """Ingest paper files (default: the bundled seeds). Bad lines are reported, not fatal, unless strict."""
-        with self.access.writing_here():
-            return self._ingest(list(paths), prune, strict, progress)
+        with self.access.writing_here():  # the map follows the papers (rag/answering/paper_map.py)
+            return with_map(self._ingest(list(paths), prune, strict, progress), self.index)
 
     def _ingest(self, paths: list[str | Path], prune: bool, strict: bool, progress: bool) -> IngestReport:
         paths = paths or [BUNDLED_SEEDS]
         self.index.paper_count()  # reach the store first: if it is down, fail before any progress bar
         report = IngestReport()
-        batch = self.config.ingest.batch_size
         limits = self.config.ingest
         records = load_papers(paths, strict=strict, on_problem=report.problems.append, limits=limits)
         if not progress:
             return ingest_papers(
-                records, self.index, self.chunker, prune=prune, strict=strict, batch_size=batch, report=report
+                records, self.index, self.chunker, prune=prune, strict=strict, batch_size=limits.batch_size, report=report
             )
         from tqdm import tqdm
 
         total = sum(1 for _ in load_papers(paths, limits=limits))
         with tqdm(total=total, unit="paper", desc="ingest", file=sys.stderr, dynamic_ncols=True) as bar:
             return ingest_papers(
-                records, self.index, self.chunker, prune, strict, batch, on_progress=bar.update, report=report
+                records, self.index, self.chunker, prune, strict, limits.batch_size, on_progress=bar.update, report=report
             )
 
     def ensure_index(self) -> None:
