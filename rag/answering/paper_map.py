@@ -86,6 +86,7 @@ class PaperMap:
     themes: list[str]
     placed: int
     filters: Filters
+    revision: str = ""  # of the stored map it was read from: the same revision and filters, the same map
 
     def theme_sizes(self) -> list[tuple[str, int]]:
         """(name, papers shown) per theme, in the themes' order (largest first when laid out)."""
@@ -228,4 +229,4 @@ class MapReader:
             for p in stored.points
             if (i := row.get(p.paper_id)) is not None
         ]
-        return PaperMap(shown, stored.themes, len(stored.points), filters)
+        return PaperMap(shown, stored.themes, len(stored.points), filters, stored.revision)
