@@ -19,10 +19,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from rag.answering.themes import distinctive_words
 from rag.core.errors import StoreError
 from rag.core.filters import Filters
-from rag.index.paper_map import NEIGHBOURS, MapPoint, MapStore, StoredMap, layout, paper_vectors, placed_among
+from rag.index.paper_map import FEW, NEIGHBOURS, MapPoint, MapStore, StoredMap, layout, paper_vectors, placed_among
 
 if TYPE_CHECKING:
     from rag.index.access import IndexAccess
@@ -173,10 +172,15 @@ def _place(index: PaperIndex, store: MapStore, new: list[str], papers: dict[str,
 
 def themes_of(vectors: np.ndarray, texts: list[str], titles: list[str]) -> tuple[np.ndarray, list[str]]:
     """A theme per paper (0 the largest) and each theme's name: k-means of the unit vectors into
-    √(papers / 2) themes, at most `MOST_THEMES`, named by their distinctive words (themes.py)."""
+    √(papers / 2) themes, at most `MOST_THEMES` (under `FEW` papers, an overview's Ward clustering), named by
+    their distinctive words (themes.py)."""
     count = max(1, min(MOST_THEMES, round(math.sqrt(len(vectors) / 2))))
-    if count == 1:
+    if count == 1 or len(vectors) < 3:
         labels = np.zeros(len(vectors), dtype=int)
+    elif len(vectors) < FEW:
+        from rag.answering.themes import clusters  # an overview's themes: how many by their silhouette
+
+        labels = clusters(vectors)
     else:
         from sklearn.cluster import KMeans
 
@@ -186,6 +190,7 @@ def themes_of(vectors: np.ndarray, texts: list[str], titles: list[str]) -> tuple
     for new, old in enumerate(order):
         renumbered[labels == old] = new
     groups = [np.flatnonzero(renumbered == theme).tolist() for theme in range(len(order))]
+    from rag.answering.themes import distinctive_words  # here: the module stays light on a question's path
     words = distinctive_words(groups, texts, "", titles)
     return renumbered, [", ".join(named) or f"theme {theme + 1}" for theme, named in enumerate(words)]
 

@@ -29,6 +29,8 @@ CLOSENESS = 0.05  # their weights: a neighbour 0.05 more similar (cosine) weighs
 PCA_DIMENSIONS = 50
 PERPLEXITY = 30.0
 SEED = 0  # the same papers give the same map
+SMALL = 2000  # papers: a layout of fewer runs in one thread
+FEW = 50  # papers: fewer are laid out by PCA and put in themes by the overview's Ward clustering, without scikit-learn
 WRITE_BATCH = 2000
 
 
@@ -158,11 +160,12 @@ def paper_vectors(index: PaperIndex, paper_ids: list[str] | None = None, batch: 
 
 def layout(vectors: np.ndarray) -> np.ndarray:
     """Every paper placed in 2-D, papers with similar vectors near each other: t-SNE (PCA-initialised,
-    fixed seed) of the vectors reduced by PCA, scaled into [-1, 1]. Under four papers, PCA alone."""
+    fixed seed) of the vectors reduced by PCA, scaled into [-1, 1]. Under `FEW` papers, PCA alone: t-SNE's
+    neighbourhoods say little of a handful, and importing scikit-learn doubled the seeds' ingest."""
     n = len(vectors)
     if n == 0:
         return np.zeros((0, 2))
-    if n < 4:
+    if n < FEW:
         centred = vectors - vectors.mean(axis=0)
         _, _, axes = np.linalg.svd(centred, full_matrices=False)
         coords = centred @ axes[:2].T
@@ -170,11 +173,15 @@ def layout(vectors: np.ndarray) -> np.ndarray:
     else:
         from sklearn.decomposition import PCA
         from sklearn.manifold import TSNE
+        from threadpoolctl import threadpool_limits
 
         reduced = PCA(min(PCA_DIMENSIONS, n, vectors.shape[1]), random_state=SEED).fit_transform(vectors)
         # t-SNE needs fewer neighbours than papers: a small index gets a perplexity of a third of them.
         perplexity = min(PERPLEXITY, (n - 1) / 3)
-        coords = TSNE(2, perplexity=perplexity, init="pca", random_state=SEED).fit_transform(reduced)
+        # A small layout in one thread: OpenMP threads waiting on each other (and on torch's) took the seeds'
+        # 0.5 to 2 s, against 0.12 s in one.
+        with threadpool_limits(1 if n < SMALL else None):
+            coords = TSNE(2, perplexity=perplexity, init="pca", random_state=SEED).fit_transform(reduced)
     coords = coords - coords.mean(axis=0)
     return coords / max(float(np.abs(coords).max()), 1e-12)
 

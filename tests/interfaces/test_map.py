@@ -29,9 +29,9 @@ def places(service) -> dict[str, tuple[float, float, int]]:
 def test_ingest_lays_out_the_seeds_and_a_rebuild_gives_the_same_map(make_service):
     service = make_service()
     report = service.ingest([SEED_FILE])
-    assert report.map.startswith("map: 19 papers laid out in 3 themes"), report.map
+    assert report.map.startswith("map: 19 papers laid out in 6 themes"), report.map
     found = read_map(service)
-    assert found.placed == len(found.points) == 19 and len(found.themes) == 3
+    assert found.placed == len(found.points) == 19 and len(found.themes) == 6
     assert sum(papers for _, papers in found.theme_sizes()) == 19 and all(found.themes)
     xy = np.asarray([(point.x, point.y) for point in found.points])
     assert np.abs(xy).max() == pytest.approx(1.0) and len({tuple(row) for row in xy}) == 19  # spread, none on another
@@ -86,7 +86,7 @@ def test_rag_map_as_typed(seeded, tmp_path):
     done = rag("map", index=index)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0] == "19 papers placed; 3 themes:" and len(lines) == 4
+    assert lines[0] == "19 papers placed; 6 themes:" and len(lines) == 7
     assert sum(int(line.rsplit("(", 1)[1].split()[0]) for line in lines[1:]) == 19
 
     page = tmp_path / "map.html"
@@ -117,8 +117,8 @@ def test_an_index_without_a_map_says_how_to_build_one_and_rebuild_builds_it(make
     done = rag("map", index=index)
     assert done.returncode == 1 and done.stderr.count("\n") == 1 and "has no map yet; `rag map --rebuild`" in done.stderr
     done = rag("map", "--rebuild", index=index)
-    assert done.returncode == 0 and "map: 19 papers laid out in 3 themes" in done.stderr, done.stderr
-    assert done.stdout.startswith("19 papers placed; 3 themes:")
+    assert done.returncode == 0 and "map: 19 papers laid out in 6 themes" in done.stderr, done.stderr
+    assert done.stdout.startswith("19 papers placed; 6 themes:")
 
 
 @pytest.mark.slow
