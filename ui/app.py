@@ -264,8 +264,7 @@ def build_app(service: RagService) -> gr.Blocks:
             "fn": handlers.respond,
             "inputs": [question, chatbot, answers, focus, focus_for, *pickers],
             "outputs": outputs,
-            "api_visibility": "private",
-            "concurrency_id": "answer",
+            "api_visibility": "private", "concurrency_id": "answer",
             "show_progress": "minimal",
         }
         private = {"api_visibility": "private"}
@@ -287,6 +286,7 @@ def build_app(service: RagService) -> gr.Blocks:
         clear_focus.click(cleared, inputs=[focus_for], outputs=[focus, focus_for], api_visibility="private", queue=False)
         chatbot.select(handlers.show_sources, inputs=[answers], outputs=[panel], api_visibility="private")
         demo.load(handlers.header, outputs=[header], api_visibility="private")
+        demo.load(**map_of)  # the map drawn at each page load, beside the header (not after it: the model loads there)
         gr.api(handlers.ask, api_name="ask", concurrency_id="answer")
     demo.queue(default_concurrency_limit=settings.concurrency_limit, max_size=settings.max_queue)
     return demo

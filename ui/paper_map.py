@@ -39,8 +39,8 @@ PROMPT = '<div class="rag-panel-empty">Click a paper on the map to show its card
 
 
 def map_view(service: Any, answers: gr.State, pickers: list[gr.Dropdown]) -> dict[str, Any]:
-    """The map (drawn when the page loads), its colour switch and the card of the paper clicked; returns the
-    step that draws the map again, to run after each answer (`event.then(**step)`)."""
+    """The map, its colour switch and the card of the paper clicked; returns the step that draws the map, to
+    run when the page loads and after each answer (`event.then(**step)`)."""
     reader = MapReader(service)
     drawn: dict[tuple, Any] = {}  # the last few figures: building one of the full list takes a few tenths of a second
 
@@ -63,7 +63,7 @@ def map_view(service: Any, answers: gr.State, pickers: list[gr.Dropdown]) -> dic
         colour = gr.Radio(
             [("Theme", "theme"), ("Primary area", "area")], value="theme", label="Colour by", elem_id="rag-map-colour"
         )
-        plot = gr.Plot(lambda: draw([], "theme"), elem_id="rag-map", show_label=False)  # drawn at each page load
+        plot = gr.Plot(elem_id="rag-map", show_label=False)
         card = gr.HTML(PROMPT, elem_id="rag-map-card", js_on_load=CLICK_JS)
 
     def open_card(event: gr.EventData) -> str:
