@@ -75,7 +75,8 @@ def map_view(service: Any, answers: gr.State, pickers: list[gr.Dropdown]) -> dic
         return paper_card(found) if found else error_html(f"no paper {paper!r} in the index")
 
     step: dict[str, Any] = {"fn": draw, "inputs": [answers, colour, *pickers], "outputs": [plot]}
-    step |= {"api_visibility": "private", "show_progress": "hidden"}
+    # A queue of its own: drawing the map never waits behind an answer or the header's model (limit 1 by default).
+    step |= {"api_visibility": "private", "show_progress": "hidden", "concurrency_id": "map", "concurrency_limit": 4}
     gr.on([colour.change, *(picker.change for picker in pickers)], **step)
     card.click(open_card, outputs=[card], api_visibility="private")
     return step
