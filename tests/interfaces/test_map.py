@@ -158,3 +158,29 @@ def test_v1_map_through_the_real_app(seeded):
     assert app.get("/v1/map").status_code == 401
     reply = app.get("/v1/map?has_code=maybe", headers=key)
     assert reply.status_code == 400 and "has_code" in reply.json()["error"]["message"], reply.text
+
+
+@pytest.mark.slow
+def test_mcp_paper_map(tmp_path, seeded):
+    import asyncio
+
+    from mcp import Client, StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "rag.cli", "--config", "extractive", "mcp"],
+        env=user_environment(tmp_path),  # a new user's index: the seeds, mapped at first use
+        cwd=PROJECT_ROOT,
+    )
+
+    async def session() -> tuple:
+        async with Client(stdio_client(params), read_timeout_seconds=600) as client:
+            themes = await client.call_tool("paper_map", {})
+            points = await client.call_tool("paper_map", {"filters": {"status": ["Spotlight"]}, "points": True})
+            return themes, points
+
+    themes, points = asyncio.run(session())
+    assert not themes.is_error and not points.is_error
+    expected = read_map(seeded).to_payload()
+    assert themes.structured_content == {key: value for key, value in expected.items() if key != "points"}
+    assert [point["paper_id"] for point in points.structured_content["points"]] == ["p4cLtzk4oe"]
