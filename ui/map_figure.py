@@ -20,6 +20,7 @@ from rag.core.markup import plain_text
 ColourBy = Literal["theme", "area"]
 PALETTE = qualitative.Dark24 + qualitative.Light24  # enough colours for the themes (20) and the areas
 NO_AREA = "(no area)"
+CROWD = 1000  # papers: a map of more draws its points small
 
 
 def groups_of(found: PaperMap, colour_by: ColourBy) -> list[tuple[str, list[ShownPoint]]]:
@@ -63,15 +64,17 @@ def map_figure(found: PaperMap, colour_by: ColourBy = "theme", highlight: Collec
     paper id (`customdata`), which a click sends to the page."""
     highlight = set(highlight)
     dim = bool(highlight & {point.paper_id for point in found.points})
+    size = 5 if len(found.points) > CROWD else 9  # thousands of papers need small points; a few, ones to see
     traces = [
-        scatter(points, f"{name} ({len(points):,})", {"size": 5, "color": colour, "opacity": 0.25 if dim else 0.75})
+        scatter(points, f"{name} ({len(points):,})", {"size": size, "color": colour, "opacity": 0.25 if dim else 0.75})
         for (name, points), colour in zip(groups_of(found, colour_by), cycle(PALETTE))
     ]
     if chosen := [point for point in found.points if point.paper_id in highlight]:
         outlined = {"size": 13, "color": "#ffd400", "line": {"width": 2, "color": "#111"}}
         traces.append(scatter(chosen, f"this answer's papers ({len(chosen)})", outlined))
     figure = go.Figure(traces)
-    shown = f"{len(found.points):,} of {found.placed:,}" if len(found.points) < found.placed else f"all {found.placed:,}"
+    count = len(found.points)
+    shown = f"{count:,} of {found.placed:,}" if count < found.placed else f"all {found.placed:,}"
     figure.update_layout(
         title={"text": f"Map of the conference: {shown} papers, coloured by {colour_by}", "font": {"size": 14}},
         template="plotly_white",
