@@ -1,5 +1,5 @@
-"""An OpenAI-compatible API over `RagService`: `/v1/chat/completions`, `/v1/models`, `/v1/retrieve`, `/v1/related`, `/v1/map`,
-`/health`.
+"""An OpenAI-compatible API over `RagService`: `/v1/chat/completions`, `/v1/models`, `/v1/retrieve`, `/v1/related`,
+`/v1/map`, `/health`.
 
 Routes only validate and delegate, as the chat page does. Unmodified OpenAI clients work: the
 response fields they know are standard, and the answer's sources, refusal and fallback travel in
