@@ -220,14 +220,13 @@ class MapReader:
         filters = filters or Filters()
         fields = self.parts.metadata(filters)  # the papers admitted, with their status and area
         with self.parts.reading():
-            store = MapStore(self.parts.index)
+            store = MapStore(self.parts.index, create=False)
             revision = store.revision()
             if self._stored is None or self._stored.revision != revision or not revision:
                 self._stored = store.read()
             stored = self._stored
         if not stored.points:
-            where = self.parts.where
-            raise StoreError(f"the index {where} has no map yet; `rag map --rebuild` (or any `rag ingest`) builds it")
+            raise StoreError(f"the index {self.parts.where} has no map yet; `rag map --rebuild` builds it")
         row = {pid: i for i, pid in enumerate(fields["paper_id"])}
         shown = [
             ShownPoint(p.paper_id, p.title, p.x, p.y, p.theme, fields["status"][i], fields["primary_area"][i])

@@ -57,15 +57,25 @@ class StoredMap:
 class MapStore:
     """The `<name>-map` collection of one `PaperIndex`."""
 
-    def __init__(self, index: PaperIndex):
+    def __init__(self, index: PaperIndex, create: bool = True):
+        """The map of `index`; without `create`, a StoreError when the index has none (a reader makes none)."""
+        from chromadb.errors import NotFoundError
+
         self.name = f"{index.name}-map"
         self.client = index.client
         try:
-            self.collection = self.client.get_or_create_collection(
-                self.name, embedding_function=None, metadata={"hnsw:space": "cosine"}, configuration=None
-            )
+            if create:
+                self.collection = self.client.get_or_create_collection(
+                    self.name, embedding_function=None, metadata={"hnsw:space": "cosine"}, configuration=None
+                )
+            else:
+                self.collection = self.client.get_collection(self.name, embedding_function=None)
         except StoreError:
             raise
+        except NotFoundError:
+            raise StoreError(
+                f"the index {index.where} has no map yet; `rag map --rebuild` (or any `rag ingest`) builds it"
+            ) from None
         except Exception as err:
             raise StoreError(f"cannot open the map {self.name} {index.where}: {first_line(err)}") from None
 

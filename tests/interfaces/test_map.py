@@ -113,6 +113,7 @@ def test_an_index_without_a_map_says_how_to_build_one_and_rebuild_builds_it(make
     service.client.delete_collection(f"{service.index.name}-map")  # as an index built before maps existed
     with pytest.raises(StoreError, match=r"has no map yet; `rag map --rebuild`"):
         read_map(service)
+    assert f"{service.index.name}-map" not in [c.name for c in service.client.list_collections()]  # reads make none
     index = service.config.vectorstore.path
     done = rag("map", index=index)
     assert done.returncode == 1 and done.stderr.count("\n") == 1 and "has no map yet; `rag map --rebuild`" in done.stderr
