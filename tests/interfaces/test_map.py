@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from clirun import rag
 from conftest import SEED_FILE, user_environment, write_jsonl
+from test_server import database  # noqa: F401 - a fixture: a database of its own on the shared server
 
 from rag.answering.paper_map import read_map, rebuild_map
 from rag.core.config import PROJECT_ROOT
@@ -185,3 +186,17 @@ def test_mcp_paper_map(tmp_path, seeded):
     expected = read_map(seeded).to_payload()
     assert themes.structured_content == {key: value for key, value in expected.items() if key != "points"}
     assert [point["paper_id"] for point in points.structured_content["points"]] == ["p4cLtzk4oe"]
+
+
+@pytest.mark.slow
+def test_the_map_through_a_chroma_server_is_the_map_on_disk(chroma_server, database, tmp_path, embeddings, seeded):
+    from test_server import server_settings
+
+    from rag.service import RagService
+
+    host, port = chroma_server
+    service = RagService(server_settings(tmp_path, host, port, database), embeddings=embeddings)
+    assert service.ingest([SEED_FILE]).map.startswith("map: 19 papers laid out in 6 themes")
+    over_server, on_disk = read_map(service), read_map(seeded)
+    assert over_server.themes == on_disk.themes
+    assert sorted(map(vars, over_server.points), key=str) == sorted(map(vars, on_disk.points), key=str)
