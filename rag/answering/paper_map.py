@@ -108,7 +108,7 @@ def update_map(index: PaperIndex, rebuild: bool = False) -> MapUpdate:
     else the new and changed papers placed among the others and the removed ones dropped."""
     started = time.perf_counter()
     store = MapStore(index)
-    papers = {pid: meta for pid, meta in _paper_metadata(index)}
+    papers = dict(_paper_metadata(index))
     placed = store.hashes()
     if rebuild or not placed:
         themes = _lay_out(index, store, papers)
@@ -131,10 +131,10 @@ def with_map(report: IngestReport, index: PaperIndex) -> IngestReport:
 
 
 def _paper_metadata(index: PaperIndex, batch: int = 5000):
+    """(paper_id, stored metadata) of every paper: their abstracts are read only for a layout (`_lay_out`)."""
     for offset in range(0, index.paper_count(), batch):
-        page = index.papers.get(include=["metadatas", "documents"], limit=batch, offset=offset)
-        for pid, meta, abstract in zip(page["ids"], page["metadatas"], page["documents"]):
-            yield pid, {**meta, "abstract": abstract}
+        page = index.papers.get(include=["metadatas"], limit=batch, offset=offset)
+        yield from zip(page["ids"], page["metadatas"])
 
 
 def _lay_out(index: PaperIndex, store: MapStore, papers: dict[str, dict]) -> int:
@@ -146,7 +146,8 @@ def _lay_out(index: PaperIndex, store: MapStore, papers: dict[str, dict]) -> int
     matrix = np.stack([vectors[pid] for pid in ids])
     places = layout(matrix)
     titles = [str(papers[pid].get("title", "")) for pid in ids]
-    labels, names = themes_of(matrix, [f"{title} {papers[pid]['abstract']}" for pid, title in zip(ids, titles)], titles)
+    abstracts = {pid: abstract for pid, abstract, _ in index.iter_papers()}
+    labels, names = themes_of(matrix, [f"{title} {abstracts[pid]}" for pid, title in zip(ids, titles)], titles)
     points = [
         MapPoint(pid, round(float(x), 4), round(float(y), 4), int(label), title)
         for pid, (x, y), label, title in zip(ids, places, labels, titles)
