@@ -43,15 +43,16 @@ Search = Callable[[str, int, Filters], list[Source]]
 def many_papers_answer(asked: Understood, applied: Filters, parts: Parts, **stamp) -> Answer | None:
     """The answer to a list, count, overview or compare question, searched with the service's search; None
     for a lookup (one paper's question, the answer pipeline's). An overview groups its papers with the
-    service's sentence embeddings, and has its answer pipeline's model write a sentence per theme
-    (rag/answering/overview.py). `stamp`: the fields every Answer gets."""
+    service's sentence embeddings, and asks its model for a sentence per theme when `llm.theme_sentences`
+    is on (rag/answering/overview.py). `stamp`: the fields every Answer gets."""
     settings, search = parts.config, parts.search
     if asked.kind in ("list", "count", "overview"):
         topic = without_kind_words(asked)
         listed = list_answer(topic, applied, topic_rankings(topic, applied, search, settings), settings, **stamp)
         if asked.kind != "overview":
             return listed
-        return overview_answer(listed, topic, parts.sentence_embeddings, parts.pipeline)
+        writer = parts.pipeline if settings.llm.theme_sentences else None
+        return overview_answer(listed, topic, parts.sentence_embeddings, writer)
     if asked.kind == "compare":
         return compare_answer(asked, compared(asked, applied, search, settings.retrieval), **stamp)
     return None
