@@ -2,7 +2,8 @@
 
 The CLI, the `answer()` functions and the UI all go through it. Each part is built on first use, so a command
 that needs no model loads none; tests pass their own parts to the constructor. What an answer is made of lives
-in `rag.answering.pipeline`; re-opening an index another process wrote to, in `rag.index.access`.
+in `rag.answering.pipeline` (a lookup) and `rag.answering.kinds` (the other kinds); re-opening an index another
+process wrote to, in `rag.index.access`.
 """
 
 from __future__ import annotations
@@ -21,9 +22,8 @@ from rag.answering.citations import CitationChecker
 from rag.answering.evidence import EvidencePicker
 from rag.answering.kinds import kind_answer
 from rag.answering.pipeline import AnswerPipeline
-from rag.answering.providers import Provider, make_provider
+from rag.answering.providers import Provider, make_provider, provider_label
 from rag.core.config import BUNDLED_SEEDS, Settings, checked_k, load_config
-from rag.core.errors import RagError
 from rag.core.filters import PICKERS, Filters
 from rag.core.text import clean_question
 from rag.core.types import Answer, Source
@@ -210,15 +210,8 @@ class RagService:
         return described | {"provider": self.config.llm.provider, "config": self.config.name}
 
     def model_label(self) -> str:
-        """Which model answers, e.g. 'llamacpp:SmolLM2-135M-Instruct.Q4_1'; loads it if not loaded yet.
-
-        A model that fails to load is named with the reason, and what answers instead.
-        """
-        try:
-            return self.provider.label
-        except RagError as err:
-            instead = "extractive answers instead" if self.config.llm.falls_back else "no answers"
-            return f"{self.config.llm.provider} (unavailable: {err}; {instead})"
+        """Which model answers, or why none does (provider_label); loads it if not loaded yet."""
+        return provider_label(lambda: self.provider, self.config.llm)
 
     def paper(self, paper_id: str) -> dict | None:
         """One stored paper, {paper_id, title, abstract, authors, status, primary_area, url, github}, or None."""

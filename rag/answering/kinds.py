@@ -9,7 +9,6 @@ none answers is a lookup, the answer pipeline's (rag/answering/pipeline.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -56,8 +55,10 @@ if TYPE_CHECKING:
         def search(self, question: str, k: int | None = None, filters: Filters | None = None) -> list[Source]: ...
         def metadata(self, filters: Filters) -> dict[str, list[Any]]: ...
 
+    class Answerer(Protocol):
+        """One kind's answerer: its Answer, or None when the question is not of its kind."""
 
-Answerer = Callable[..., Answer | None]  # answerer(asked, applied, parts, **stamp), as above
+        def __call__(self, asked: Understood, applied: Filters, parts: Parts, **stamp: Any) -> Answer | None: ...
 
 # The narrower kinds first: "Which papers are most similar to X?" also reads as a list, and "how many papers
 # were withdrawn?" as a count of a topic's papers.
