@@ -20,11 +20,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import math
 import os
 import re
 import shutil
 import threading
+import time
 import unicodedata
 import uuid
 from collections.abc import Iterable, Iterator
@@ -42,6 +44,8 @@ from rag.index.store import Revision
 if TYPE_CHECKING:
     from rag.index.store import PaperIndex
 
+log = logging.getLogger(__name__)
+
 LEXICAL_VERSION = 5  # bump when the tokenizer or the files change, so old builds are rebuilt
 # Letters and digits only: "_Jump Your Steps_" (Markdown emphasis in abstracts) must give "jump".
 TOKEN = re.compile(r"[^\W_]{2,}")
@@ -49,6 +53,9 @@ TOKEN = re.compile(r"[^\W_]{2,}")
 GREEK = re.compile(r"[\u0370-\u03ff]")
 # LaTeX's variant letters are the same letter to a reader: "$\varepsilon$" is "ε".
 VARIANT = re.compile(r"\bvar(?=epsilon|phi|theta|pi|rho|sigma|kappa)")
+# A build that read less than the state holds is built again by each question for this long (a read that
+# raced a write sees all of it within milliseconds); after that, it is taken as what the index holds.
+SHORT_FOR = 30.0
 
 
 class Bm25Index:
@@ -73,6 +80,7 @@ class Bm25Index:
         for chunk_id, row in self.paper_row_of_chunk.items():
             self.chunk_ids_of_row.setdefault(row, []).append(chunk_id)
         self.state = state
+        self.lacking = 0  # papers the build missed, or holds fewer chunks of than ingest wrote (see `build`)
         self.fingerprint = fingerprint
         self.fields = fields
         self.columns = {spec.stored: column(spec, fields[spec.stored]) for spec in FIELDS}
@@ -91,12 +99,13 @@ class Bm25Index:
         (chunk id, paper_id, content hash) triples, as `PaperIndex.iter_chunk_papers` does."""
         import bm25s
 
-        ids, hashes, corpus = [], [], []
+        ids, hashes, corpus, written = [], [], [], []
         fields: dict[str, list] = {spec.stored: [] for spec in FIELDS}  # what filters match
         fields["content_hash"] = hashes
         for paper_id, abstract, metadata in papers:
             ids.append(paper_id)
             hashes.append(metadata.get("content_hash", ""))
+            written.append(metadata.get("chunks", 0))  # how many chunks ingest wrote for it
             corpus.append(terms(f"{metadata.get('title', '')}\n{abstract}"))
             for spec in FIELDS:
                 fields[spec.stored].append(metadata.get(spec.stored))
@@ -111,7 +120,10 @@ class Bm25Index:
             if row is not None and hashes[row] == content_hash:
                 held["ids"].append(chunk_id)
                 held["rows"].append(row)
-        return cls(bm25, ids, fields, state, fingerprint(ids, hashes), held)
+        built = cls(bm25, ids, fields, state, fingerprint(ids, hashes), held)
+        held_per_row = np.bincount(np.asarray(held["rows"], dtype=np.int64), minlength=len(ids))
+        built.lacking = max(0, state.count - len(ids)) + int(np.sum(held_per_row < np.asarray(written)))
+        return built
 
     def save(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
@@ -251,6 +263,7 @@ class LexicalStore:
         self._loaded: Bm25Index | None = None
         self._lock = threading.Lock()  # one rebuild at a time when the UI serves several questions
         self.rebuilds = 0
+        self._short_since: dict[Revision, float] = {}  # states whose builds read less than they hold
 
     def current(self, state: Revision | None = None) -> Bm25Index:
         """The index for what the collection holds now (`state`, read here if not given); loads or
@@ -302,11 +315,12 @@ class LexicalStore:
         # The state is read before the papers: if an ingest writes meanwhile, the build is labelled
         # with the older state and the next question rebuilds again; it is never taken as newer.
         built = Bm25Index.build(self.index.iter_papers(), state, self.index.iter_chunk_papers())
-        if len(built.ids) < state.count:
-            # Fewer papers than the state counts: the read missed some (a server that answered from
-            # before the write it had counted). Labelled so, no question takes it as the state's build:
-            # the next one builds again, instead of this one missing papers until the next write.
+        if built.lacking and not self._short_for_long(state, built.lacking):
+            # Fewer papers than the state counts, or a paper with fewer chunks than ingest wrote: the read
+            # missed part of a write it had counted. Labelled so, no question takes it as the state's
+            # build: the next one builds again, instead of this one lacking them until the next write.
             built.state = Revision(-1, state.revision)
+            log.info("the BM25 build read %s papers short of what the index holds; building again", built.lacking)
         build = f"build-{uuid.uuid4().hex[:12]}"
         try:
             built.save(self.folder / build)
@@ -316,6 +330,18 @@ class LexicalStore:
         self.rebuilds += 1
         self._remove_old_builds(keep=build)
         return built
+
+    def _short_for_long(self, state: Revision, lacking: int) -> bool:
+        """Whether builds of this state have lacked papers or chunks for SHORT_FOR seconds: then it is
+        what the index holds (an ingest killed between its writes), kept until the next write; `rag
+        ingest` again completes it. Before, each question builds again."""
+        if len(self._short_since) > 64:
+            self._short_since.clear()
+        first = self._short_since.setdefault(state, time.monotonic())
+        if time.monotonic() - first < SHORT_FOR:
+            return False
+        log.warning("%s papers of the index lack chunks: run `rag ingest` on them again to complete them", lacking)
+        return True
 
     def _remove_old_builds(self, keep: str) -> None:
         # Under the folder's lock: no other process is writing a build. A leftover folder is harmless.

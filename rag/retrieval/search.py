@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from rag.index.lexical import Bm25Index, LexicalStore, Revision
 
 CHUNK_FIELDS = ("chunk", "start", "end", "prefix_chars", "content_hash")
+RESCUE = 5  # BM25's first papers checked for a hit vector search lost (see `Retriever._rescue`)
 
 
 @dataclass
@@ -78,7 +79,8 @@ class Retriever:
         rankings: dict[str, list[str]] = {}
         if config.mode in ("dense", "hybrid"):
             fetch = max(config.fetch_k, 4 * k) * (4 if filters.author else 1)
-            for chunk_id, score in self.index.nearest(vector.tolist(), fetch, filters.where()):
+            hits = self.index.nearest(vector.tolist(), fetch, filters.where())
+            for chunk_id, score in hits:
                 paper_id = lexical.paper_of(chunk_id)
                 if paper_id is not None and lexical.admits(paper_id, filters):
                     candidates.setdefault(paper_id, Candidate(paper_id)).dense[chunk_id] = score
@@ -88,6 +90,9 @@ class Retriever:
             for paper_id, score in found:
                 candidates.setdefault(paper_id, Candidate(paper_id)).bm25 = score
             rankings["bm25"] = [paper_id for paper_id, _ in found]
+        if config.mode == "hybrid":
+            floor = hits[-1][1] if len(hits) == fetch else -1.0  # fewer than asked: every chunk was returned
+            self._rescue(candidates, rankings, vector, lexical, floor)
         weights = {"dense": 1.0, "bm25": config.bm25_weight}
         for name, ranking in rankings.items():
             for rank, paper_id in enumerate(ranking, start=1):
@@ -111,6 +116,29 @@ class Retriever:
         the unit `vector`; `best`, the fused score of a paper first in every ranking (for `relevance`)."""
         self._fetch_chunks(chosen, vector, lexical)
         return [self._source(candidate, 0.0, best, None) for candidate in chosen]
+
+    def _rescue(
+        self, candidates: dict[str, Candidate], rankings: dict[str, list[str]], vector, lexical, floor: float
+    ) -> None:
+        """Vector search as it should have been for the papers BM25 ranks first but it did not return.
+
+        Chroma's vector index is approximate and can lose a record that `get` still returns
+        (chroma-core/chroma#7758): a paper asked for by its own title then ranks on its words alone.
+        The chunks of BM25's first RESCUE papers without a hit are scored exactly; those nearer the
+        question than the weakest hit (`floor`) join the dense ranking where their score puts them.
+        """
+        missed = [paper_id for paper_id in rankings["bm25"][:RESCUE] if not candidates[paper_id].dense]
+        wanted = [chunk_id for paper_id in missed for chunk_id in lexical.chunk_ids(paper_id)]
+        rescued = False
+        for doc, chunk_vector in self.index.chunks_by_id(wanted):
+            chunk_vector = np.asarray(chunk_vector, dtype=np.float32)
+            score = float(chunk_vector @ vector / (np.linalg.norm(chunk_vector) or 1.0))
+            if score > floor:
+                candidates[lexical.paper_of(doc.id)].dense[doc.id] = score
+                rescued = True
+        if rescued:
+            dense = [c for c in candidates.values() if c.dense]
+            rankings["dense"] = [c.paper_id for c in sorted(dense, key=lambda c: -max(c.dense.values()))]
 
     def _fetch_chunks(self, pool: list[Candidate], vector: np.ndarray, lexical: Bm25Index) -> None:
         """The pool's chunks, in one read by id: for a paper dense search found, the chunks it found,

@@ -94,3 +94,32 @@ def test_a_build_that_read_fewer_papers_than_the_index_counts_is_not_kept_for_th
     again = service.lexical.current()
     assert len(again.ids) == service.index.revision().count and service.lexical.rebuilds == 2
     assert service.lexical.current() is again  # a whole build is kept for its state
+
+
+def test_a_build_that_read_fewer_chunks_than_ingest_wrote_is_built_again_until_that_is_what_the_index_holds(
+    seed_index, embeddings, monkeypatch
+):
+    """A read of the chunks that missed part of a write (the papers seen, one paper's chunks not) leaves
+    vector search unable to name that paper: it is built again, so the paper is found by the next question.
+    A shortfall that lasts (an ingest killed between its writes) is then kept, not rebuilt for every question."""
+    for cache in seed_index.glob("*-bm25"):
+        shutil.rmtree(cache)
+    service = RagService(settings_for(seed_index), embeddings=embeddings)
+    every = service.index.iter_chunk_papers
+    first_paper = next(every())[1]
+    lacking = lambda: (chunk for chunk in every() if chunk[1] != first_paper)  # noqa: E731
+    service.index.iter_chunk_papers = lacking  # type: ignore[method-assign]
+    short = service.lexical.current()
+    assert short.lacking == 1 and short.chunk_ids(first_paper) == []
+    service.index.iter_chunk_papers = every  # type: ignore[method-assign]
+    again = service.lexical.current()
+    assert again.lacking == 0 and again.chunk_ids(first_paper) and service.lexical.rebuilds == 2
+    assert service.lexical.current() is again
+
+    for cache in seed_index.glob("*-bm25"):
+        shutil.rmtree(cache)
+    monkeypatch.setattr("rag.index.lexical.SHORT_FOR", 0.0)  # short for that long already
+    lasting = RagService(settings_for(seed_index), embeddings=embeddings)
+    lasting.index.iter_chunk_papers = lacking  # type: ignore[method-assign]
+    held = lasting.lexical.current()
+    assert held.lacking == 1 and lasting.lexical.current() is held and lasting.lexical.rebuilds == 1

@@ -296,3 +296,17 @@ def test_the_per_question_freshness_check_asks_chroma_only_after_a_write(make_se
     after = index.revision()
     assert asked and after != before and after.count == 3  # the write changed the file: Chroma was asked
     assert [source.paper_id for source in service.retrieve("Paper 02", k=3)][0] == "p02"
+
+
+def test_a_paper_the_vector_index_lost_is_still_first_for_its_own_title(seeded, monkeypatch):
+    """Chroma's vector index is approximate and can lose a record that `get` still returns (chroma-core/chroma#7758):
+    a paper BM25 ranks first is then scored exactly, and ranks where its vectors put it, not on its words alone."""
+    title = "Jump Your Steps: Optimizing Sampling Schedule of Discrete Diffusion Models"
+    (first,) = seeded.retrieve(title, 1, Filters())
+    assert first.title == title and first.relevance == 1.0
+    lexical, nearest = seeded.lexical.current(), seeded.index.nearest
+    lossy = lambda *args: [hit for hit in nearest(*args) if lexical.paper_of(hit[0]) != first.paper_id]  # noqa: E731
+    monkeypatch.setattr(seeded.index, "nearest", lossy)
+    again = seeded.retrieve(title, 3, Filters())
+    assert [(s.paper_id, s.relevance, s.score) for s in again[:1]] == [(first.paper_id, 1.0, first.score)]
+    assert first.match.ranks == again[0].match.ranks == {"dense": 1, "bm25": 1}
