@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 
         def __call__(self, asked: Understood, applied: Filters, parts: Parts, **stamp: Any) -> Answer | None: ...
 
+
 # The narrower kinds first: "Which papers are most similar to X?" also reads as a list, and "how many papers
 # were withdrawn?" as a count of a topic's papers.
 ANSWERERS: tuple[Answerer, ...] = (related_answer, tally_answer, many_papers_answer)
