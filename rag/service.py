@@ -2,13 +2,13 @@
 
 The CLI, the `answer()` functions and the UI all go through it. Each part is built on first use, so a command
 that needs no model loads none; tests pass their own parts to the constructor. What an answer is made of lives
-in `rag.answering.pipeline`; re-opening an index another process wrote to, in `rag.index.access`.
+in `rag.answering.pipeline` (a lookup) and `rag.answering.kinds` (the other kinds); re-opening an index another
+process wrote to, in `rag.index.access`.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
@@ -20,25 +20,21 @@ from typing import TYPE_CHECKING
 
 from rag.answering.citations import CitationChecker
 from rag.answering.evidence import EvidencePicker
-from rag.answering.lists import many_papers_answer
+from rag.answering.kinds import kind_answer
 from rag.answering.paper_map import with_map
-from rag.answering.related import related_answer
 from rag.answering.pipeline import AnswerPipeline
-from rag.answering.providers import Provider, make_provider
-from rag.answering.tally import tally_answer
+from rag.answering.providers import Provider, make_provider, provider_label
 from rag.core.config import BUNDLED_SEEDS, Settings, checked_k, load_config
-from rag.core.errors import RagError
 from rag.core.filters import PICKERS, Filters
 from rag.core.text import clean_question
 from rag.core.types import Answer, Source
 from rag.index.access import IndexAccess
 from rag.index.embeddings import CachedEmbeddings, load_tokenizer, make_embeddings
 from rag.index.lexical import LexicalStore, Revision
-from rag.index.setup import Choice, IndexFiles, IndexSetup, check_index_folder, choose_index, index_files, stored_indexes
+from rag.index.setup import Choice, IndexSetup, check_index_folder, choose_index, index_files, stored_indexes
 from rag.index.store import PaperIndex, open_client
 from rag.ingest.chunking import Chunker
-from rag.ingest.papers import load_papers
-from rag.ingest.pipeline import IngestReport, ingest_papers
+from rag.ingest.pipeline import IngestReport, ingest_files
 from rag.retrieval.conversation import Conversation
 from rag.retrieval.focus import History
 from rag.retrieval.search import Retriever
@@ -48,6 +44,8 @@ from rag.retrieval.understand import understand as understand_question
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
     from langchain_core.runnables import Runnable
+
+    from rag.index.setup import IndexFiles
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +99,8 @@ class RagService:
         choice = choose_index(stored_indexes(self.client, self.config), self.config, self.where)
         if choice.config is not self.config:
             self.config = choice.config
-            built_for_the_config = ["sentence_embeddings", "chunker"] + ([] if self._embeddings_given else ["embeddings"])
+            built_for_the_config = ["sentence_embeddings", "chunker"]
+            built_for_the_config += [] if self._embeddings_given else ["embeddings"]  # not the caller's
             for part in built_for_the_config:
                 self.__dict__.pop(part, None)  # built again, for the index's setup, when next used
         if choice.note:
@@ -183,25 +182,10 @@ class RagService:
     ) -> IngestReport:
         """Ingest paper files (default: the bundled seeds). Bad lines are reported, not fatal, unless strict."""
         with self.access.writing_here():  # the map follows the papers (rag/answering/paper_map.py)
-            return with_map(self._ingest(list(paths), prune, strict, progress), self.index)
-
-    def _ingest(self, paths: list[str | Path], prune: bool, strict: bool, progress: bool) -> IngestReport:
-        paths = paths or [BUNDLED_SEEDS]
-        self.index.paper_count()  # reach the store first: if it is down, fail before any progress bar
-        report = IngestReport()
-        limits = self.config.ingest
-        records = load_papers(paths, strict=strict, on_problem=report.problems.append, limits=limits)
-        if not progress:
-            return ingest_papers(
-                records, self.index, self.chunker, prune=prune, strict=strict, batch_size=limits.batch_size, report=report
-            )
-        from tqdm import tqdm
-
-        total = sum(1 for _ in load_papers(paths, limits=limits))
-        with tqdm(total=total, unit="paper", desc="ingest", file=sys.stderr, dynamic_ncols=True) as bar:
-            return ingest_papers(
-                records, self.index, self.chunker, prune, strict, limits.batch_size, on_progress=bar.update, report=report
-            )
+            files = list(paths) or [BUNDLED_SEEDS]
+            self.index.paper_count()  # reach the store first: if it is down, fail before any progress bar
+            report = ingest_files(files, self.index, self.chunker, self.config.ingest, prune, strict, progress)
+            return with_map(report, self.index)
 
     def ensure_index(self) -> None:
         """A fresh checkout answers at once: a store holding no index gets the bundled seeds first.
@@ -224,40 +208,18 @@ class RagService:
         if exists:
             with self.reading():
                 papers, chunks = self.index.paper_count(), self.index.chunk_count()
-        return {
-            "papers": papers,
-            "chunks": chunks,
-            "collection": setup.collection_name() + ("" if exists else " (none yet: rag ingest makes it)"),
-            "index": self.where,
-            "embedding": f"{setup.model_label} ({setup.backend})",
-            "built with": setup.label(),
-            "provider": self.config.llm.provider,
-            "config": self.config.name,
-        }
+        described = setup.described(papers, chunks, exists, self.where)
+        return described | {"provider": self.config.llm.provider, "config": self.config.name}
 
     def model_label(self) -> str:
-        """Which model answers, e.g. 'llamacpp:SmolLM2-135M-Instruct.Q4_1'; loads it if not loaded yet.
-
-        A model that fails to load is named with the reason, and what answers instead.
-        """
-        try:
-            return self.provider.label
-        except RagError as err:
-            instead = "extractive answers instead" if self.config.llm.falls_back else "no answers"
-            return f"{self.config.llm.provider} (unavailable: {err}; {instead})"
+        """Which model answers, or why none does (provider_label); loads it if not loaded yet."""
+        return provider_label(lambda: self.provider, self.config.llm)
 
     def paper(self, paper_id: str) -> dict | None:
         """One stored paper, {paper_id, title, abstract, authors, status, primary_area, url, github}, or None."""
         self.ensure_index()
         with self.reading():
-            found = self.index.paper(paper_id)
-        if found is None:
-            return None
-        abstract, meta = found
-        described = Source.from_text(paper_id, meta.get("title", ""), abstract, 0.0, meta).to_payload()
-        return {"paper_id": paper_id, "title": described["title"], "abstract": abstract} | {
-            key: described[key] for key in ("authors", "status", "primary_area", "url", "github")
-        }
+            return self.index.paper_fields(paper_id)
 
     def filter_choices(self) -> dict[str, list[str]]:
         """For each filter with a picker (status, primary area), the values stored papers have."""
@@ -285,9 +247,9 @@ class RagService:
 
     def retrieve(self, question: str, k: int | None = None, filters: Filters | None = None) -> list[Source]:
         """The top-k papers for a question, one Source each, best first."""
-        return self._search(self.clean_question(question), k, filters)
+        return self.search(self.clean_question(question), k, filters)
 
-    def _search(self, question: str, k: int | None = None, filters: Filters | None = None) -> list[Source]:
+    def search(self, question: str, k: int | None = None, filters: Filters | None = None) -> list[Source]:
         """`retrieve` for a question cleaned already (each question is cleaned once, where it comes in)."""
         k = self.config.retrieval.k if k is None else checked_k(k)
         self.ensure_index()
@@ -331,13 +293,9 @@ class RagService:
             "focus": list(standalone.focus),
         }
         lookup = bool(standalone.focus) or not read  # held to the papers in focus, or taken literally: a lookup
-        many = (understood, applied, self._search, self.config)  # a tally, else a list, count, overview or compare
-        parts = lambda: (self.sentence_embeddings, self.pipeline)  # noqa: E731 - an overview's, made if asked
-        answer = None if lookup else related_answer(self, understood, applied, **stamp) or tally_answer(
-            *many, self.metadata, **stamp
-        ) or many_papers_answer(*many, parts, **stamp)
+        answer = None if lookup else kind_answer(understood, applied, self, **stamp)  # related, tally, list, ...
         if answer is None:  # a lookup: the answer pipeline's, over what retrieval finds
-            sources = self._search(understood.text, k, standalone.held(applied))
+            sources = self.search(understood.text, k, standalone.held(applied))
             pieces = self.pipeline.stream(replace(standalone, question=understood.text), sources, stamp)
         else:
             pieces = iter((answer.text, answer))  # no model: the whole text at once, then the answer
@@ -365,7 +323,7 @@ class RagService:
         focus for a follow-up that refers back to them)."""
         standalone = self.conversation.standalone(self.clean_question(inputs["question"]), inputs.get("history") or [])
         held = standalone.held(inputs.get("filters") or Filters())
-        return inputs | {"standalone": standalone, "sources": self._search(standalone.question, inputs.get("k"), held)}
+        return inputs | {"standalone": standalone, "sources": self.search(standalone.question, inputs.get("k"), held)}
 
     def clean_question(self, question: str, what: str = "the question") -> str:
         """Cleaned (rag/core/text.py; a bad one is an InputError naming it as `what`), once, where it comes in."""
@@ -375,7 +333,7 @@ class RagService:
     def conversation(self) -> Conversation:
         """Follow-ups made self-contained: held to the papers in focus, or rewritten (rag/retrieval/conversation.py)."""
         reads = lambda: self.config.questions.understand  # noqa: E731 - the config may change when the index opens
-        return Conversation(self._search, self.understand, self.clean_question, lambda: self.provider, reads)
+        return Conversation(self.search, self.understand, self.clean_question, lambda: self.provider, reads)
 
 
 _SERVICES_KEPT = 4

@@ -32,29 +32,27 @@ from rag.retrieval.understand import Understood, alternatives, without_kind_word
 from rag.retrieval.words import source_sentences
 
 if TYPE_CHECKING:
-    from langchain_core.embeddings import Embeddings
-
-    from rag.answering.pipeline import AnswerPipeline
+    from rag.answering.kinds import Parts
 
 LONG_TOPIC = 6  # words: a longer topic is a description ("generate DAGs by combining …"), not a name
 
 # The caller's retrieval: (a question cleaned already, k, filters) -> the top-k papers, best first.
 Search = Callable[[str, int, Filters], list[Source]]
-# The caller's sentence embeddings and answer pipeline, made when first needed.
-Parts = Callable[[], tuple["Embeddings", "AnswerPipeline"]]
 
 
-def many_papers_answer(
-    asked: Understood, applied: Filters, search: Search, settings: Settings, parts: Parts | None = None, **stamp
-) -> Answer | None:
-    """The answer to a list, count, overview or compare question, searched with `search`; None for a lookup
-    (one paper's question, the answer pipeline's). `parts`: the sentence embeddings an overview groups its
-    papers with and the answer pipeline whose model writes a sentence per theme (rag/answering/overview.py).
-    `stamp`: the fields every Answer gets."""
+def many_papers_answer(asked: Understood, applied: Filters, parts: Parts, **stamp) -> Answer | None:
+    """The answer to a list, count, overview or compare question, searched with the service's search; None
+    for a lookup (one paper's question, the answer pipeline's). An overview groups its papers with the
+    service's sentence embeddings, and asks its model for a sentence per theme when `llm.theme_sentences`
+    is on (rag/answering/overview.py). `stamp`: the fields every Answer gets."""
+    settings, search = parts.config, parts.search
     if asked.kind in ("list", "count", "overview"):
         topic = without_kind_words(asked)
         listed = list_answer(topic, applied, topic_rankings(topic, applied, search, settings), settings, **stamp)
-        return overview_answer(listed, topic, *parts()) if asked.kind == "overview" and parts else listed
+        if asked.kind != "overview":
+            return listed
+        writer = parts.pipeline if settings.llm.theme_sentences else None
+        return overview_answer(listed, topic, parts.sentence_embeddings, writer)
     if asked.kind == "compare":
         return compare_answer(asked, compared(asked, applied, search, settings.retrieval), **stamp)
     return None

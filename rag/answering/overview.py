@@ -6,7 +6,7 @@ distinctive words, says how many papers it holds and cites them, and quotes two 
 its most typical papers; largest themes first. The sources are renumbered theme by theme, so a theme's
 papers are cited as a run ([1]–[8], then [9]–…). A topic with too few papers for themes is answered as
 the list, with one line saying so. Every sentence is quoted, but for one per theme a configured model may
-write, kept only when the citation check supports it (theme_sentences.py).
+write when `llm.theme_sentences` is on, kept only when the citation check supports it (theme_sentences.py).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from rag.answering.prompts import (
     format_sources,
 )
 from rag.core.config import LLMConfig, ProviderName, Settings
-from rag.core.errors import ModelError, first_line
+from rag.core.errors import ModelError, RagError, first_line
 from rag.core.types import Source
 from rag.index.embeddings import packaged_file
 
@@ -318,3 +318,13 @@ PROVIDERS: dict[ProviderName, Callable[[Settings, Embeddings], Provider]] = {
 def make_provider(settings: Settings, embeddings: Embeddings) -> Provider:
     """The configured provider, built now (loading its model, for llamacpp)."""
     return PROVIDERS[settings.llm.provider](settings, embeddings)
+
+
+def provider_label(provider: Callable[[], Provider], llm: LLMConfig) -> str:
+    """Which model answers, e.g. 'llamacpp:SmolLM2-135M-Instruct.Q4_1' (`provider()` loads it if not loaded yet);
+    a model that fails to load is named with the reason, and what answers instead."""
+    try:
+        return provider().label
+    except RagError as err:
+        instead = "extractive answers instead" if llm.falls_back else "no answers"
+        return f"{llm.provider} (unavailable: {err}; {instead})"

@@ -11,17 +11,15 @@ page's "More like this" all come here.
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rag.answering.evidence import is_background
-from rag.core.config import Settings, checked_k
+from rag.core.config import checked_k
 from rag.core.errors import InputError
 from rag.core.filters import Filters
-from rag.core.markers import split_sentences
 from rag.core.markup import plain_text
 from rag.core.types import Answer, Source
 from rag.retrieval.related import Method, RelatedRanker, Subject, checked_text, pasted_abstract, related_question
@@ -32,29 +30,9 @@ from rag.retrieval.words import source_sentences
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
-    from rag.index.lexical import Bm25Index, LexicalStore, Revision
+    from rag.answering.kinds import Parts
+    from rag.index.lexical import Bm25Index
     from rag.index.store import PaperIndex
-    from rag.retrieval.search import Retriever
-
-    # Defined for the type checker only: a Protocol class costs a question's cold start its creation.
-    class Parts(Protocol):
-        """What finding related papers needs of a service (rag.service.RagService has them all)."""
-
-        @property
-        def config(self) -> Settings: ...
-        @property
-        def index(self) -> PaperIndex: ...
-        @property
-        def lexical(self) -> LexicalStore: ...
-        @property
-        def retriever(self) -> Retriever: ...
-        @property
-        def embeddings(self) -> Embeddings: ...
-        @property
-        def chunker(self) -> Any: ...
-        def ensure_index(self) -> None: ...
-        def reading(self) -> AbstractContextManager[Revision | None]: ...
-        def retrieve(self, question: str, k: int | None = None, filters: Filters | None = None) -> list[Source]: ...
 
 
 @dataclass(frozen=True)
@@ -178,7 +156,7 @@ def unit(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
 
 
-def related_answer(parts: Parts, asked: Understood, applied: Filters, **stamp) -> Answer | None:
+def related_answer(asked: Understood, applied: Filters, parts: Parts, **stamp) -> Answer | None:
     """The answer to "Which papers are most similar to X?" (X a paper's name, title or id, or an abstract
     pasted in); None for any other question. A name no stored paper answers to is refused in one line."""
     named = related_question(asked.question)

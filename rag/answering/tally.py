@@ -14,14 +14,17 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from rag.answering.lists import Search, list_answer, topic_rankings
-from rag.core.config import Settings
+from rag.answering.lists import list_answer, topic_rankings
 from rag.core.filters import Filters
 from rag.core.tables import Table
 from rag.core.types import Answer
 from rag.retrieval.tally import Tally, tally_of
 from rag.retrieval.understand import ACCEPTED, Understood, without_kind_words
+
+if TYPE_CHECKING:
+    from rag.answering.kinds import Parts
 
 # The caller's stored metadata: filters -> {stored key: one value per paper the filters admit}.
 Stored = Callable[[Filters], dict[str, list]]
@@ -29,18 +32,18 @@ TABLE_ROWS = 25  # groups a table holds when the question asks for no top N (an 
 SAID = 3  # groups the text names when the question asks for no top N
 
 
-def tally_answer(
-    asked: Understood, applied: Filters, search: Search, settings: Settings, stored: Stored, **stamp
-) -> Answer | None:
+def tally_answer(asked: Understood, applied: Filters, parts: Parts, **stamp) -> Answer | None:
     """The counts a counting question asks for, over the papers `applied` admits (and its topic's, if it
-    names one); None for any other question. `stamp`: the fields every Answer gets."""
+    names one, drawn with the service's search); None for any other question. `stamp`: the fields every
+    Answer gets."""
     tally = tally_of(asked)
     if tally is None:
         return None
+    settings, stored = parts.config, parts.metadata
     columns, sources, drawn, line = stored(applied), [], "", ""
     if tally.topic:
         topic = without_kind_words(replace(asked, text=tally.topic))
-        rankings = topic_rankings(topic, applied, search, settings)
+        rankings = topic_rankings(topic, applied, parts.search, settings)
         listed = list_answer(topic, applied, rankings, settings, **stamp)
         if listed.refused:
             return replace(listed, kind="tally")

@@ -78,6 +78,14 @@ class LLMConfig(Section):
         MODELS, 60.0, "Seconds before a model call is abandoned: silence from a server, or a whole answer.", gt=0
     )
     max_retries: int = read_by(OPENAI, 1, "Retries of a failed call to the endpoint.", ge=0)
+    theme_sentences: bool = read_by(
+        MODELS,
+        False,
+        "Ask the model for one sentence per theme of an overview (kept only when it cites two of the theme's "
+        "quotes and the citation check supports it; docs/overviews.md). Off by default: the bundled SmolLM2-135M "
+        "never wrote one that was kept, and asking made an overview several times slower; on in configs/openai.yaml and "
+        "configs/ollama.yaml, and worth turning on with a capable GGUF of your own (model_path).",
+    )
 
     @field_validator("*")
     @classmethod

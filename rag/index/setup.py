@@ -83,6 +83,17 @@ class IndexSetup:
     def label(self) -> str:
         return f"{self.model_label} ({self.backend}; chunks of {self.chunk_tokens} tokens, {self.overlap_tokens} shared)"
 
+    def described(self, papers: int, chunks: int, exists: bool, where: str) -> dict[str, Any]:
+        """What `rag stats` and the app's header show of an index with this setup, holding so many papers."""
+        return {
+            "papers": papers,
+            "chunks": chunks,
+            "collection": self.collection_name() + ("" if exists else " (none yet: rag ingest makes it)"),
+            "index": where,
+            "embedding": f"{self.model_label} ({self.backend})",
+            "built with": self.label(),
+        }
+
     def applied_to(self, config: Settings) -> Settings:
         """`config` with this setup's model, backend and chunking."""
         embedding = config.embedding.model_copy(update={"model": self.model, "backend": self.backend})

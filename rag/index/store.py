@@ -24,6 +24,7 @@ from rag.core.config import Settings, VectorstoreConfig
 from rag.core.errors import StoreError, first_line
 from rag.index.setup import IndexSetup, check_index_folder
 from rag.core.papers import PaperRecord
+from rag.core.types import Source
 
 DELETE_BATCH = 500
 # A file written this recently may be written again within the same tick of the file system's clock
@@ -206,6 +207,18 @@ class PaperIndex:
         """(abstract, metadata) of one complete paper, or None."""
         found = self.papers.get(ids=[paper_id], include=["documents", "metadatas"])
         return (found["documents"][0], found["metadatas"][0]) if found["ids"] else None
+
+    def paper_fields(self, paper_id: str) -> dict[str, Any] | None:
+        """One stored paper as the APIs show it, {paper_id, title, abstract, authors, status, primary_area, url,
+        github}, or None."""
+        found = self.paper(paper_id)
+        if found is None:
+            return None
+        abstract, meta = found
+        described = Source.from_text(paper_id, meta.get("title", ""), abstract, 0.0, meta).to_payload()
+        return {"paper_id": paper_id, "title": described["title"], "abstract": abstract} | {
+            key: described[key] for key in ("authors", "status", "primary_area", "url", "github")
+        }
 
     def all_paper_ids(self) -> list[str]:
         return self.papers.get(include=[])["ids"]

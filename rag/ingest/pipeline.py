@@ -10,16 +10,19 @@ run rewrites under the same ids.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import islice
+from pathlib import Path
 
+from rag.core.config import IngestConfig
 from rag.core.errors import InputError
 from rag.core.papers import SEED_ID_PREFIX, PaperRecord
 from rag.index.store import PaperIndex
 from rag.ingest.chunking import Chunker
-from rag.ingest.papers import LoadProblem
+from rag.ingest.papers import LoadProblem, load_papers
 
 
 @dataclass
@@ -75,6 +78,29 @@ def ingest_papers(
     report.chunks = index.chunk_count()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def ingest_files(
+    paths: list[str | Path],
+    index: PaperIndex,
+    chunker: Chunker,
+    limits: IngestConfig,
+    prune: bool = False,
+    strict: bool = False,
+    progress: bool = False,
+) -> IngestReport:
+    """`ingest_papers` of the papers in `paths`, their bad lines reported (fatal only when `strict`); with
+    `progress`, a bar on stderr, after a first pass that counts the papers."""
+    report = IngestReport()
+    records = load_papers(paths, strict=strict, on_problem=report.problems.append, limits=limits)
+    batch = limits.batch_size
+    if not progress:
+        return ingest_papers(records, index, chunker, prune, strict, batch, report=report)
+    from tqdm import tqdm
+
+    total = sum(1 for _ in load_papers(paths, limits=limits))
+    with tqdm(total=total, unit="paper", desc="ingest", file=sys.stderr, dynamic_ncols=True) as bar:
+        return ingest_papers(records, index, chunker, prune, strict, batch, on_progress=bar.update, report=report)
 
 
 class _Run:

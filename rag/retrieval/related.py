@@ -162,9 +162,8 @@ class RelatedRanker:
                 candidate.fused += weights[name] / (RRF_K + rank)
         chosen = sorted(candidates.values(), key=lambda c: -c.fused)[:k]
         centre = vectors.mean(axis=0)
-        self.retriever._fetch_chunks(chosen, centre / (np.linalg.norm(centre) or 1.0), lexical)
         best = sum(weights[name] / (RRF_K + 1) for name in rankings)
-        return [self.retriever._source(c, 0.0, best, None) for c in chosen]
+        return self.retriever.sources(chosen, centre / (np.linalg.norm(centre) or 1.0), lexical, best)
 
     def vectors(self, subject: Subject, lexical: Bm25Index) -> np.ndarray:
         """The subject's chunk vectors, unit length: as stored, or its text chunked and embedded as at ingest."""

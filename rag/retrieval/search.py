@@ -111,6 +111,12 @@ class Retriever:
         passages = None if filters.papers else self.config.passages_per_paper
         return [self._source(c, coverage.get(c.paper_id, 0.0), first_everywhere, passages) for c in chosen]
 
+    def sources(self, chosen: list[Candidate], vector: np.ndarray, lexical: Bm25Index, best: float) -> list[Source]:
+        """Sources for candidates ranked elsewhere (related papers), each holding all its chunks, scored against
+        the unit `vector`; `best`, the fused score of a paper first in every ranking (for `relevance`)."""
+        self._fetch_chunks(chosen, vector, lexical)
+        return [self._source(candidate, 0.0, best, None) for candidate in chosen]
+
     def _rescue(
         self, candidates: dict[str, Candidate], rankings: dict[str, list[str]], vector, lexical, floor: float
     ) -> None:

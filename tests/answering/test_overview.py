@@ -125,7 +125,8 @@ def test_with_the_bundled_model_a_theme_sentence_is_kept_only_when_its_citations
     from rag.answering.citations import CitationChecker
     from rag.core.types import Source
 
-    service = RagService(settings_for(moe_index, "default"), embeddings=embeddings)
+    # Asked only where llm.theme_sentences is on (off in the default config: none of the bundled model's is kept).
+    service = RagService(settings_for(moe_index, "default", llm={"theme_sentences": True}), embeddings=embeddings)
     answer = service.answer(OVERVIEW)
     assert answer.themes and "overview" in answer.answered_by
     written = [theme for theme in answer.themes if theme.summary]  # often none: the small model cites one quote
@@ -170,6 +171,45 @@ def test_a_theme_sentence_is_kept_only_when_it_cites_two_of_the_themes_quotes(mo
     pipeline = SimpleNamespace(config=default, provider=lambda: Says(said), checker=moe.pipeline.checker)
     written = theme_sentence(pipeline, "mixture-of-experts", quotes, titles)
     assert bool(written) == kept, written
+
+
+class Records:
+    """A model that records what it is asked, and says the first source's sentence as its own, citing `cites`."""
+
+    label = "records"
+
+    def __init__(self, cites: str):
+        self.cites, self.asked = cites, []
+
+    def stream(self, question, sources):
+        self.asked.append(question)
+        yield f"These papers: {sources[0].text.rstrip('.')} {self.cites}."
+
+    def rewrite(self, question, history):
+        return None
+
+
+def test_the_default_config_asks_its_model_for_no_theme_sentence(moe_index, embeddings):
+    model = Records("[1][2]")
+    answer = RagService(settings_for(moe_index, "default"), embeddings=embeddings, provider=model).answer(OVERVIEW)
+    assert len(answer.themes) >= 2 and model.asked == []
+    assert not any(theme.summary for theme in answer.themes)
+
+
+@pytest.mark.parametrize("cites, kept", [("[1]", False), ("[1][2]", True)])
+def test_with_theme_sentences_on_each_theme_is_asked_and_its_sentence_must_cite_two_quotes(
+    moe_index, embeddings, cites, kept
+):
+    model = Records(cites)
+    settings = settings_for(moe_index, "default", llm={"theme_sentences": True})
+    answer = RagService(settings, embeddings=embeddings, provider=model).answer(OVERVIEW)
+    named = [theme for theme in answer.themes if theme.words]  # the other papers share no theme to say
+    assert len(model.asked) == len(named) >= 1
+    written = [theme for theme in answer.themes if theme.summary]
+    assert bool(written) == kept, [theme.summary for theme in written]
+    for theme in written:
+        cited = {int(n) for n in re.findall(r"\[(\d+)\]", theme.summary)}
+        assert len(cited) >= 2 and cited <= {quote.number for quote in theme.quotes}, theme.summary
 
 
 def test_the_page_shows_a_theme_sentence_escaped_with_its_badges(moe):

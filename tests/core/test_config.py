@@ -74,6 +74,18 @@ def test_the_shipped_values_live_only_in_the_code():
     assert (llm.provider, llm.max_tokens, llm.n_threads, llm.stop) == ("llamacpp", 160, 1, ["\n\n", "Question:"])
 
 
+def test_theme_sentences_are_asked_only_where_a_capable_model_answers(monkeypatch):
+    """The bundled SmolLM2-135M never wrote a theme sentence that was kept (docs/overviews.md): not asked by
+    default; asked of the hosted and Ollama models; the extractive config has no model to ask."""
+    monkeypatch.delenv("RAG_LLM__THEME_SENTENCES", raising=False)
+    asked = {config: load_config(config).llm.theme_sentences for config in ("default", "server", "openai", "ollama")}
+    assert asked == {"default": False, "server": False, "openai": True, "ollama": True}
+    monkeypatch.setenv("RAG_LLM__THEME_SENTENCES", "true")
+    assert load_config("default").llm.theme_sentences  # one's own GGUF (llm.model_path): turned on this way
+    with pytest.raises(ConfigError, match=r"llm.theme_sentences: the extractive provider does not read it"):
+        load_config("extractive")
+
+
 def test_the_provider_names_are_the_registry_keys():
     from rag.answering.providers import PROVIDERS
 
