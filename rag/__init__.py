@@ -27,6 +27,7 @@ from rag.core import plugins as _plugins
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from rag.answering.paper_map import PaperMap
     from rag.answering.related import Related
     from rag.core.config import Settings, StageConfig
     from rag.core.filters import Filters, FilterSpec
@@ -36,7 +37,16 @@ if TYPE_CHECKING:
     from rag.service import RagService
 
 # No public name here may equal a submodule's: importing `rag.service` binds `rag.service` to the module.
-__all__ = ["answer", "answer_chain", "as_retriever", "get_service", "related", "retrieve", "stream_answer"]
+__all__ = [
+    "answer",
+    "answer_chain",
+    "as_retriever",
+    "get_service",
+    "paper_map",
+    "related",
+    "retrieve",
+    "stream_answer",
+]
 
 
 def _stage_options(config: StageConfig) -> BaseModel:
@@ -106,6 +116,20 @@ def related(
     from rag.answering.related import find_related
 
     return find_related(get_service(config), paper, abstract=abstract, k=k, filters=filters)
+
+
+def paper_map(
+    config: str | Settings | None = None, filters: Filters | None = None, rebuild: bool = False
+) -> PaperMap:
+    """The map of the conference stored with the index: `.points` (paper_id, title, x, y, theme, status,
+    primary_area) of the papers `filters` admit, `.themes` the themes' names, `.placed` how many papers are
+    placed in all; `rebuild` lays every paper out afresh first (as `rag map --rebuild`)."""
+    from rag.answering.paper_map import read_map, rebuild_map
+
+    service = get_service(config)
+    if rebuild:
+        rebuild_map(service)
+    return read_map(service, filters)
 
 
 def as_retriever(

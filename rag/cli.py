@@ -1,4 +1,4 @@
-"""The `rag` command: ingest, ask, chat, stats, eval, ui, serve, mcp, fetch; its options (what each command
+"""The `rag` command: ingest, ask, chat, related, map, stats, eval, ui, serve, mcp, fetch; its options (what each command
 does is in rag/commands.py).
 
 Only argparse is imported up front, so `rag --help` is instant. Errors meant for the user
@@ -23,6 +23,7 @@ from rag.commands import (
     run_stats,
     run_ui,
 )
+from rag.map_command import run_map
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -81,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_ask_parser(commands)
     add_chat_parser(commands)
     add_related_parser(commands)
+    add_map_parser(commands)
 
     stats = commands.add_parser("stats", help="what the index holds")
     add_common_options(stats)
@@ -123,6 +125,17 @@ def add_related_parser(commands) -> None:
     add_filter_options(related)
     add_common_options(related)
     related.set_defaults(run=run_related)
+
+
+def add_map_parser(commands) -> None:
+    paper_map = commands.add_parser("map", help="the map of the conference: papers placed in 2-D, in themes")
+    paper_map.add_argument("--rebuild", action="store_true", help="lay out every paper afresh (else: kept from ingest)")
+    paper_map.add_argument("--json", action="store_true", help="print the map as JSON (every paper: x, y, theme)")
+    paper_map.add_argument("--html", metavar="FILE", help="also write the map as a page that opens offline")
+    paper_map.add_argument("--colour", choices=("theme", "area"), default="theme", help="--html's colours (default: theme)")
+    add_filter_options(paper_map)
+    add_common_options(paper_map)
+    paper_map.set_defaults(run=run_map)
 
 
 def add_asking_options(parser: argparse.ArgumentParser) -> None:

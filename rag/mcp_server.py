@@ -1,8 +1,8 @@
 """`rag mcp`: the product as MCP tools for agents (Claude Desktop, Cursor, agent frameworks), over stdio.
 
 Tools `search_papers` (question, k, filters -> papers), `ask` (question -> cited answer with its
-sources) and `related_papers` (a paper or an abstract -> the papers like it, each with the sentences that
-tie them), and a resource per paper, `paper://{paper_id}` (title, abstract, metadata). Built with the
+sources), `related_papers` (a paper or an abstract -> the papers like it, each with the sentences that
+tie them), `paper_map` (the map of the conference: its themes, and each paper's place), and a resource per paper, `paper://{paper_id}` (title, abstract, metadata). Built with the
 official SDK (`pip install -e ".[mcp]"`); each call delegates to one `RagService`. Our errors come
 back as MCP tool errors (`isError` with the message), an unknown paper as resource-not-found.
 """
@@ -24,6 +24,7 @@ INSTRUCTIONS = (
     "Search and question the indexed ICLR 2025 paper abstracts. search_papers ranks papers for a question; "
     "ask answers from the abstracts with [n] markers citing its sources (sources[n-1]), or says the abstracts "
     "don't cover it (refused). related_papers lists the papers most like a paper (id or title) or an abstract. "
+    "paper_map gives the conference's themes and sizes (and each paper's place in 2-D). "
     "Read a paper's abstract and metadata at paper://{paper_id}."
 )
 PAPER_URI = "paper://{paper_id}"
@@ -76,6 +77,7 @@ def build_mcp_server(service: RagService):
         raise ConfigError('rag mcp needs the MCP SDK: pip install -e ".[mcp]" (or pip install mcp)') from None
     add_tools(server, service)
     add_related_tool(server, service)
+    add_map_tool(server, service)
     return server
 
 
@@ -179,3 +181,24 @@ def add_related_tool(server, service: RagService) -> None:
             return find_related(service, paper or "", abstract, k, as_filters(filters)).to_payload()
         except RagError as err:
             raise ToolError(str(err)) from None
+
+
+def add_map_tool(server, service: RagService) -> None:
+    """The tool `paper_map`, delegating to `read_map` (rag/answering/paper_map.py)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+
+    from rag.answering.paper_map import read_map
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
+    def paper_map(
+        filters: FILTERS = None,
+        points: Annotated[bool, Field(description="Also every paper shown, with its x, y and theme.")] = False,
+    ) -> dict[str, Any]:
+        """The map of the conference: how many papers are placed and shown, and the themes (each named by its
+        distinctive words, with its papers shown); with `points`, each paper's place in 2-D and its theme."""
+        try:
+            payload = read_map(service, as_filters(filters)).to_payload()
+        except RagError as err:
+            raise ToolError(str(err)) from None
+        return payload if points else {key: value for key, value in payload.items() if key != "points"}

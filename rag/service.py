@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from rag.answering.citations import CitationChecker
 from rag.answering.evidence import EvidencePicker
 from rag.answering.kinds import kind_answer
+from rag.answering.paper_map import with_map
 from rag.answering.pipeline import AnswerPipeline
 from rag.answering.providers import Provider, make_provider, provider_label
 from rag.core.config import BUNDLED_SEEDS, Settings, checked_k, load_config
@@ -180,10 +181,11 @@ class RagService:
         self, paths: Iterable[str | Path] = (), prune: bool = False, strict: bool = False, progress: bool = False
     ) -> IngestReport:
         """Ingest paper files (default: the bundled seeds). Bad lines are reported, not fatal, unless strict."""
-        with self.access.writing_here():
+        with self.access.writing_here():  # the map follows the papers (rag/answering/paper_map.py)
             files = list(paths) or [BUNDLED_SEEDS]
             self.index.paper_count()  # reach the store first: if it is down, fail before any progress bar
-            return ingest_files(files, self.index, self.chunker, self.config.ingest, prune, strict, progress)
+            report = ingest_files(files, self.index, self.chunker, self.config.ingest, prune, strict, progress)
+            return with_map(report, self.index)
 
     def ensure_index(self) -> None:
         """A fresh checkout answers at once: a store holding no index gets the bundled seeds first.

@@ -26,6 +26,7 @@ from rag.core.types import Answer
 from rag.retrieval.focus import History
 from rag.service import RagService
 from ui.focus import cleared, focus_picker, focus_updates, history_for
+from ui.paper_map import map_view
 from ui.related import sources_panel
 from ui.render import (
     answer_html,
@@ -256,14 +257,14 @@ def build_app(service: RagService) -> gr.Blocks:
                 panel = sources_panel(service, sources_panel_html(None, 0))  # a card's "More like this" shows below
                 downloads = download_buttons()
                 tally_of = tally_view(answers)
+        map_of = map_view(service, answers, pickers)  # the map of the conference, under the chat (ui/paper_map.py)
 
         outputs = [chatbot, answers, panel, question]
         respond: dict[str, Any] = {
             "fn": handlers.respond,
             "inputs": [question, chatbot, answers, focus, focus_for, *pickers],
             "outputs": outputs,
-            "api_visibility": "private",
-            "concurrency_id": "answer",
+            "api_visibility": "private", "concurrency_id": "answer",
             "show_progress": "minimal",
         }
         private = {"api_visibility": "private"}
@@ -275,17 +276,17 @@ def build_app(service: RagService) -> gr.Blocks:
         focus_of = {"fn": focus_updates, "inputs": [answers], "outputs": [focus, clear_focus, focus_for], **private}
 
         def refresh(event: Any) -> None:
-            event.then(**show_chips).then(**downloads_of).then(**focus_of).then(**tally_of)
+            event.then(**show_chips).then(**downloads_of).then(**focus_of).then(**tally_of).then(**map_of)
 
         refresh(gr.on([question.submit, ask.click], **respond))
         refresh(examples.load_input_event.then(**respond))
-        redo: dict[str, Any] = {**respond, "fn": handlers.drop_understood}
-        redo["inputs"] = [understood, chatbot, answers, *pickers]
+        redo = {**respond, "fn": handlers.drop_understood, "inputs": [understood, chatbot, answers, *pickers]}
         refresh(understood.input(**redo))
         refresh(clear.click(handlers.clear, outputs=outputs, api_visibility="private", queue=False))
         clear_focus.click(cleared, inputs=[focus_for], outputs=[focus, focus_for], api_visibility="private", queue=False)
         chatbot.select(handlers.show_sources, inputs=[answers], outputs=[panel], api_visibility="private")
         demo.load(handlers.header, outputs=[header], api_visibility="private")
+        demo.load(**map_of)  # the map drawn at each page load, beside the header (not after it: the model loads there)
         gr.api(handlers.ask, api_name="ask", concurrency_id="answer")
     demo.queue(default_concurrency_limit=settings.concurrency_limit, max_size=settings.max_queue)
     return demo

@@ -1,5 +1,5 @@
 """An OpenAI-compatible API over `RagService`: `/v1/chat/completions`, `/v1/models`, `/v1/retrieve`, `/v1/related`,
-`/health`.
+`/v1/map`, `/health`.
 
 Routes only validate and delegate, as the chat page does. Unmodified OpenAI clients work: the
 response fields they know are standard, and the answer's sources, refusal and fallback travel in
@@ -33,6 +33,7 @@ from rag.core.errors import InputError, RagError, StoreError, first_problem
 from rag.core.filters import FilterSpec, as_filters
 from rag.core.types import Answer
 from rag.service import RagService, get_service
+from ui.map_api import add_map_route
 from ui.related_api import add_related_route
 from ui.slots import AnswerSlots, QueueFull
 
@@ -198,6 +199,7 @@ def add_openai_routes(
         return JSONResponse({"status": "ok", "papers": stats["papers"], "config": stats["config"]})
 
     add_related_route(v1, models)  # POST /v1/related (ui/related_api.py)
+    add_map_route(v1, models)  # GET /v1/map (ui/map_api.py)
     add_unknown_route(v1)
     app.include_router(v1)
     add_error_handlers(app)

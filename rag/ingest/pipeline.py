@@ -40,13 +40,14 @@ class IngestReport:
     seconds: float = 0.0
     papers: int = 0
     chunks: int = 0
+    map: str = ""  # what the map's update did (rag/answering/paper_map.py)
 
     def summary(self) -> str:
         return (
             f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, {self.removed} removed, "
             f"{self.duplicates} duplicates skipped; {self.chunks_added} chunks written, "
             f"{self.chunks_removed} removed; index: {self.papers} papers, {self.chunks} chunks; "
-            f"{len(self.problems)} problems; {self.seconds:.1f} s"
+            f"{len(self.problems)} problems; {self.seconds:.1f} s" + (f"; {self.map}" if self.map else "")
         )
 
 
