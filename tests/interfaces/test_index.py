@@ -89,7 +89,7 @@ def test_asked_with_another_backend_an_int8_index_answers_from_its_own_papers(in
     stats = rag_as_typed("--config", "extractive", "stats", env=env)
     assert "papers: 3\n" in stats.stdout and "built with: all-MiniLM-L6-v2 (onnx-int8;" in stats.stdout
     stored = collections(int8_home / "data" / "abstract-rag" / "index")
-    assert len(stored) == 2 and sorted(stored.values()) == [3, 3]  # one index: its chunks and its papers
+    assert len(stored) == 3 and sorted(stored.values()) == [3, 3, 3]  # one index: its chunks, papers and map
 
 
 def test_without_any_variable_the_int8_index_is_read_as_it_is(int8_home):

@@ -76,9 +76,10 @@ def calls(tmp_path_factory) -> dict:
     return seen
 
 
-def test_an_mcp_client_lists_both_tools_with_their_schemas(calls):
+def test_an_mcp_client_lists_its_tools_with_their_schemas(calls):
     tools = {tool.name: tool for tool in calls["tools"]}
-    assert set(tools) == {"search_papers", "ask", "related_papers"}  # related_papers: tests/interfaces/test_related.py
+    # related_papers: tests/interfaces/test_related.py; paper_map: tests/interfaces/test_map.py
+    assert set(tools) == {"search_papers", "ask", "related_papers", "paper_map"}
     for tool in (tools["search_papers"], tools["ask"]):
         assert tool.description and tool.input_schema["required"] == ["question"]
         assert {"question", "k", "filters"} <= set(tool.input_schema["properties"])
