@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rag.answering.asks import split_asks
-from rag.answering.evidence import HOW_MUCH, Evidence, repeats
+from rag.answering.asks import HOW_MUCH, split_asks
+from rag.answering.evidence import Evidence, repeats
 from rag.core.types import SentenceCheck, Source
 from rag.retrieval.naming import ACRONYM, mentions, paper_name
 from rag.retrieval.words import DIGITS, GENERIC, NAME, content_stems

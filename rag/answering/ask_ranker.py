@@ -37,14 +37,17 @@ FEATURES = (
 )
 
 
-def ask_features(candidate: SentenceCandidate, cosine: float, words: float, ask: Ask, code_link: bool) -> list[float]:
-    """The features of one sentence for one ask, in the order of `FEATURES`."""
+def ask_features(
+    candidate: SentenceCandidate, cosine: float, words: float, ask: Ask, code_link: bool, named: str = ""
+) -> list[float]:
+    """The features of one sentence for one ask, in the order of `FEATURES`; `named`: the paper's name, when
+    the question gives it."""
     return [
         cosine,
         candidate.cosine,
         words,
         candidate.words,
-        float(ask.held_by(candidate.sentence, candidate.introduces, candidate.proposes)),
+        float(ask.held_by(candidate.sentence, candidate.introduces, candidate.proposes, named)),
         float(candidate.background),
         float(code_link),
         float(candidate.introduces),

@@ -22,7 +22,8 @@ from enum import Enum
 
 from rag.answering.ask_ranker import FEATURES
 from rag.core.config import AnswerConfig
-from rag.retrieval.words import NAME
+from rag.retrieval.naming import name_parts
+from rag.retrieval.words import GENERIC, NAME
 
 # Where a second ask starts: a conjunction followed by a question word, or a question word after a semicolon.
 WH = r"(?:what|which|how|why|where|when|who|whom|whose|is|are|does|do|did|can|could|(?:on|in|for|to|from|with|by|at|across) (?:which|what|whom|how))"
@@ -78,6 +79,24 @@ RESULT_ASK = re.compile(
     re.I,
 )
 
+# What a one-ask question wants (`Wants`): a number, a name, a result.
+HOW_MUCH = re.compile(
+    r"\b(how (many|much|large|big|long|fast|often|far|small)|what (percentage|fraction|proportion|share|size|number)|"
+    r"by how|how much (better|faster|smaller))\b",
+    re.IGNORECASE,
+)
+WHICH_NAME = re.compile(
+    r"\b(which|what|name)\b.{0,40}?\b(method|framework|model|agent|approach|system|algorithm|technique|benchmark|"
+    r"dataset|data set|paper|tool|architecture|network|library|suite|called|named|metric|loss|attack|defen[cs]e|objective)s?\b",
+    re.IGNORECASE,
+)
+RESULT_QUESTION = re.compile(r"\b(does|do|did|how well|how good|what results?|outperform|better|improve|effective)\b", re.I)
+RESULT_WORDS = re.compile(
+    r"\b(outperform\w*|improv\w*|achiev\w*|state-of-the-art|surpass\w*|better|reduc\w*|faster|gains?|"
+    r"speed-?up|accura\w*|superior|significantly|consistently)\b|%",
+    re.IGNORECASE,
+)
+
 # What a sentence of each kind holds. A number, not the digits of a name (XLand-100B).
 NUMBER = re.compile(
     r"(?<![\w.-])\d[\d,]*(?:\.\d+)?|\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
@@ -114,6 +133,12 @@ RESULT = re.compile(
     r"conclu\w*)\b|%",
     re.I,
 )
+# A sentence that reports how a method was evaluated, not how it works.
+EVALUATION = re.compile(
+    r"^\W*(?:(?:extensive |comprehensive )?(?:experiments?|experimental results|empirical results|evaluations?|results)\b"
+    r"|we (?:\w+ )?(?:demonstrate|show|validate|verify|confirm) (?:the )?(?:effectiveness|efficacy|superiority)\b)",
+    re.I,
+)
 # "Code is available at https://…": it answers no ask but 'where is the code'.
 CODE_LINK = re.compile(r"https?://|\b(code|data|checkpoints?)\b.{0,40}\b(available|released|open-sourced?)\b", re.I)
 HOLDS = {
@@ -133,20 +158,67 @@ class Ask:
     text: str
     kind: AskKind
 
-    def held_by(self, sentence: str, introduces: bool, proposes: bool = False) -> int:
+    def held_by(self, sentence: str, introduces: bool, proposes: bool = False, named: str = "") -> int:
         """+1 when the sentence holds this kind of answer, -1 when it lacks it, 0 when the kind tells
-        nothing (a 'what' ask). A name is held by the sentence that introduces its paper's method; a
-        mechanism or a reason is not held by the sentence that says what the paper proposes."""
+        nothing (a 'what' ask). A name is held by the sentence that introduces its paper's method, unless
+        the question names the paper (`named`); a mechanism or a reason is not held by the sentence that
+        says what the paper proposes."""
         if self.kind is AskKind.WHAT:
             return 0
+        if self.kind is AskKind.NAME and named:  # "what objective does RxnFlow train with": another name (GFlowNets)
+            return 1 if gives_name(without_name(sentence, named)) else 0
         if self.kind is AskKind.NAME:  # the paper's own method, or another name it gives (GPT-4o, MMTD-Set)
-            return 1 if introduces or NAME.search(sentence) else 0
+            return 1 if introduces or gives_name(sentence) else 0
         if proposes and self.kind in (AskKind.MECHANISM, AskKind.REASON):
             return -1  # 'how does X work' is answered by how it works, not by 'we propose X'
+        if self.kind is AskKind.MECHANISM and EVALUATION.search(sentence):
+            return -1  # nor by 'we demonstrate the effectiveness of our method on …'
         pattern = HOLDS[self.kind]
         if self.kind is AskKind.COMPARISON and not NUMBER.search(sentence) and "how much" in self.text.lower():
             return -1  # 'how much better' wants the figure
         return 1 if pattern.search(sentence) else -1
+
+
+@dataclass(frozen=True)
+class Wants:
+    """What kind of sentence a question wants, scoring every sentence of its sources: a number ("how
+    many"), a name ("which method"), a result ("does it work"), or, for a one-ask "how/why" question, a
+    mechanism or a reason."""
+
+    number: bool
+    name: bool
+    result: bool
+    how_or_why: Ask | None
+
+    @classmethod
+    def of(cls, question: str) -> Wants:
+        number, name = bool(HOW_MUCH.search(question)), bool(WHICH_NAME.search(question))
+        result = not (number or name) and bool(RESULT_QUESTION.match(question.strip()))
+        asks = split_asks(question)
+        how = asks[0] if len(asks) == 1 and asks[0].kind in (AskKind.MECHANISM, AskKind.REASON) else None
+        return cls(number, name, result, how)
+
+    def kind(self, sentence: str, introduces: bool, proposes: bool, named: str = "") -> int:
+        """+1 for each kind of answer wanted that the sentence holds, -1 for each it lacks. `named`: its
+        paper's name when the question gives it; then the name wanted is another ("what objective does
+        RxnFlow train with": GFlowNets), not the sentence that introduces the paper."""
+        kind = 0
+        if self.number:
+            kind += 1 if NUMBER.search(sentence) else -1
+        if self.name and named:
+            kind += 1 if gives_name(without_name(sentence, named)) else 0
+        elif self.name:
+            kind += 1 if introduces else -1
+        if self.result and RESULT_WORDS.search(sentence):
+            kind += 1
+        if self.how_or_why:  # a mechanism or a reason, not the sentence that says what the paper proposes
+            kind += self.how_or_why.held_by(sentence, introduces, proposes)
+        return kind
+
+
+def gives_name(sentence: str) -> bool:
+    """Whether the sentence names something (GFlowNets, MMTD-Set, GPT-4o), not only a field's acronym (LMs)."""
+    return any(match.group(0) not in GENERIC for match in NAME.finditer(sentence))
 
 
 def ask_kind(text: str) -> AskKind:
@@ -214,10 +286,11 @@ def best_assignment(scores: list[list[float]], top: int = 4) -> list[int]:
     return list(best[1])
 
 
-def without_name(text: str, name: str) -> str:
+def without_name(text: str, *names: str) -> str:
     """The text with the paper's name (either part of 'Long Form (ACR)') said as 'it': the name picks the
     paper, and left in, it draws an ask to the sentence that introduces the paper whatever was asked."""
-    for part in sorted((p.strip(" “”()") for p in re.split(r" \(", name)), key=len, reverse=True):
+    parts = (part for name in names for part in name_parts(name))
+    for part in sorted(parts, key=len, reverse=True):
         if part:
             text = re.sub(re.escape(part), "it", text, flags=re.IGNORECASE)
     return text

@@ -21,6 +21,7 @@ from rag.answering.evidence import Evidence
 from rag.core.markers import MARKER, attach_marker, cited_numbers, format_marker, split_sentences
 from rag.core.markup import model_text, plain_text
 from rag.core.types import SentenceCheck, Source
+from rag.retrieval.naming import paper_name
 from rag.retrieval.words import DIGITS, NAME, content_stems, source_sentences
 
 FOREIGN_SHARE = 0.3  # see foreign_words: the share of a sentence's content words its source may lack
@@ -65,7 +66,7 @@ class CitationChecker:
         its valid markers, or the source that supports it best when it has none, and whether they do.
         A sentence's check doesn't depend on the others, so a stream checks them as they come."""
         plain = [MARKER.sub("", sentence).strip() for sentence in sentences]
-        support = self._support(plain, sources)  # [sentence, source] best similarity
+        support = self._support([unnamed(bare, sources) for bare in plain], sources)  # [sentence, source] best similarity
         checks = []
         for i, (sentence, bare) in enumerate(zip(sentences, plain)):
             numbers = cited_numbers(sentence, len(sources))
@@ -90,6 +91,15 @@ class CitationChecker:
             support[:, j] = similarity[:, start : start + len(group)].max(axis=1)
             start += len(group)
         return support
+
+
+def unnamed(sentence: str, sources: list[Source]) -> str:
+    """The sentence without the paper's name an extractive answer puts before a quote ("“Task-Adaptive
+    Pretrained Language Models via Clustered-Importance Sampling”: We also present …"): a long name
+    makes the quote read less like its own abstract, and no sentence of the abstract holds it."""
+    head, colon, rest = sentence.partition(": ")
+    names = {paper_name(source).lower() for source in sources}
+    return rest if colon and rest and head.lower() in names else sentence
 
 
 def ungrounded(sentence: str, cited: list[Source]) -> list[str]:

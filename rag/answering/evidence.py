@@ -33,44 +33,21 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from rag.answering.ask_ranker import AskRanker, ask_features
-from rag.answering.asks import (
-    CODE_LINK,
-    NUMBER,
-    Ask,
-    AskKind,
-    best_assignment,
-    hand_ask_score,
-    split_asks,
-    without_name,
-)
+from rag.answering.asks import CODE_LINK, HOW_MUCH, NUMBER, Ask, Wants, best_assignment, hand_ask_score, split_asks, without_name
 from rag.core.config import AnswerConfig, RetrievalConfig
 from rag.core.markers import attach_marker, split_sentences
 from rag.core.markup import plain_text
 from rag.core.types import Passage, Source
 from rag.retrieval.naming import PROPOSAL, mentions, named_by, paper_name, says_name
 from rag.retrieval.refusal import refusal_reason
-from rag.retrieval.words import content_stems, source_sentences
+from rag.retrieval.words import acronyms, content_stems, source_sentences, spelled_out
 
-HOW_MUCH = re.compile(
-    r"\b(how (many|much|large|big|long|fast|often|far|small)|what (percentage|fraction|proportion|share|size|number)|"
-    r"by how|how much (better|faster|smaller))\b",
-    re.IGNORECASE,
-)
-WHICH_NAME = re.compile(
-    r"\b(which|what|name)\b.{0,40}?\b(method|framework|model|agent|approach|system|algorithm|technique|benchmark|"
-    r"dataset|data set|paper|tool|architecture|network|library|suite|called|named|metric|loss|attack|defen[cs]e)s?\b",
-    re.IGNORECASE,
-)
+# "Which papers …", not "what do the ablation studies examine".
 SEVERAL = re.compile(
-    r"\b(which|what|any|are there|list|show me)\b.{0,30}\b(papers|works|methods|approaches|studies)\b", re.I
+    r"\b(which|what|any|are there|list|show me)\b(?!\s+(?:do|does|did)\b).{0,30}\b(papers|works|methods|approaches|studies)\b",
+    re.I,
 )
 TWO_ASKS = re.compile(r"\band\s+(what|which|how|why|where|when|on which|in which|for which|to what)\b", re.I)
-RESULT = re.compile(r"\b(does|do|did|how well|how good|what results?|outperform|better|improve|effective)\b", re.I)
-RESULT_WORDS = re.compile(
-    r"\b(outperform\w*|improv\w*|achiev\w*|state-of-the-art|surpass\w*|better|reduc\w*|faster|gains?|"
-    r"speed-?up|accura\w*|superior|significantly|consistently)\b|%",
-    re.IGNORECASE,
-)
 BACKGROUND = re.compile(
     r"^(recent(ly)?|despite|while|although|in recent years|existing|current|traditional|however|"
     r"[^.]{0,80}?\b(have|has|is|are)( \w+ly)? (achieved|shown|demonstrated|become|emerged|gained|attracted|"
@@ -140,13 +117,13 @@ class EvidencePicker:
         """For each ask, how well each of the paper's sentences answers it (`ask_score`). The paper's
         name, when the question gives it, picks no sentence: it is left out of the ask's words."""
         sentences = [c.sentence for c in own]
-        vectors = np.asarray(self.embeddings.embed_documents(sentences))
+        vectors = np.asarray(self.embeddings.embed_documents([c.wording for c in own]))
         table = []
         for ask in asks:
             similarity = vectors @ np.asarray(self.embeddings.embed_query(without_name(ask.text, named)))
             words = rarity_weights(ask.text, sentences, ignore=content_stems(named))
             features = [
-                ask_features(c, float(cos), covered(c.sentence, words), ask, bool(CODE_LINK.search(c.sentence)))
+                ask_features(c, float(cos), covered(c.wording, words), ask, bool(CODE_LINK.search(c.sentence)), named)
                 for c, cos in zip(own, similarity)
             ]
             table.append([self.ask_score(row) for row in features])
@@ -177,6 +154,8 @@ class EvidencePicker:
                 e
                 for e in scored[1:]
                 if e.score >= best.score - widen * self.margin(e, best) and not repeats(e.sentence, said)
+                # "how many …?" is answered by numbers: a sentence without one doesn't join
+                and not (HOW_MUCH.match(question.strip()) and not NUMBER.search(e.sentence))
             ]
         return [best, *close][: self.answer.evidence_sentences]
 
@@ -208,37 +187,27 @@ class EvidencePicker:
         ]
         if not sentences:
             return []
-        question_vector = np.asarray(self.embeddings.embed_query(question))
-        similarity = (
-            np.asarray(self.embeddings.embed_documents([sentence for _, _, sentence in sentences])) @ question_vector
-        )
         numbers = sorted({number for number, _, _ in sentences})  # each source once, not once per sentence
         names = {number: paper_name(sources[number - 1]) for number in numbers}
         # A paper's name in the question picks the paper (retrieval did that); it doesn't pick a sentence.
-        named = " ".join(name for name in names.values() if mentions(question, name))
+        given = {number: name for number, name in names.items() if mentions(question, name)}
+        # Each sentence is compared with its acronyms spelled out as its abstract defines them ("CMI" holds "mutual").
+        defined = {number: acronyms(sources[number - 1].text) for number in numbers}
+        wordings = [spelled_out(sentence, defined[number]) for number, _, sentence in sentences]
+        question_vector = np.asarray(self.embeddings.embed_query(without_name(question, *given.values())))
+        similarity = np.asarray(self.embeddings.embed_documents(wordings)) @ question_vector
+        named = " ".join(given.values())
         words = rarity_weights(question, [sentence for _, _, sentence in sentences], ignore=content_stems(named))
-        wants_number, wants_name = bool(HOW_MUCH.search(question)), bool(WHICH_NAME.search(question))
-        asks = split_asks(question)
-        how_or_why = len(asks) == 1 and asks[0].kind in (AskKind.MECHANISM, AskKind.REASON)
-        wants_result = not (wants_number or wants_name) and bool(RESULT.match(question.strip()))
+        wants = Wants.of(question)
         asked = content_stems(question)
         proposals = {number: proposal_position(sources[number - 1]) for number in numbers}
         # Places below the first source; a paper the question names counts as first.
         ranks = {number: 0 if says_name(question, names[number]) else number - 1 for number in numbers}
         candidates = []
-        for (number, position, sentence), cosine in zip(sentences, similarity):
-            kind, proposal = 0, False
-            if wants_number:
-                kind += 1 if NUMBER.search(sentence) else -1
+        for (number, position, sentence), cosine, wording in zip(sentences, similarity, wordings):
             introduces = position == proposals[number] or mentions(sentence, names[number])
-            if wants_name and not mentions(question, names[number]):
-                kind += 1 if introduces else -1
-            elif introduces and not wants_number and not named:
-                proposal = True
-            if wants_result and RESULT_WORDS.search(sentence):
-                kind += 1
-            if how_or_why:  # a mechanism or a reason, not the sentence that says what the paper proposes
-                kind += asks[0].held_by(sentence, introduces, position == proposals[number])
+            kind = wants.kind(sentence, introduces, position == proposals[number], given.get(number, ""))
+            proposal = introduces and not wants.number and not named and not wants.name
             background = position < proposals[number] or is_background(position, sentence)
             candidates.append(
                 SentenceCandidate(
@@ -246,13 +215,14 @@ class EvidencePicker:
                     ranks[number],
                     sentence,
                     float(cosine),
-                    covered(sentence, words),
+                    covered(wording, words),
                     novelty(sentence, asked),
                     kind,
                     proposal,
                     background,
                     introduces,
                     position == proposals[number],
+                    wording,
                 )
             )
         return candidates
@@ -273,6 +243,7 @@ class SentenceCandidate:
     background: bool  # it comes before the proposal, or opens like background
     introduces: bool = False  # it is the proposal sentence or names the paper (what a 'which method' ask wants)
     proposes: bool = False  # it is the sentence that says what the paper proposes ('We introduce X, …')
+    wording: str = ""  # the sentence with its paper's acronyms spelled out, whose words are compared
 
     def score(self, config: AnswerConfig) -> float:
         return round(
@@ -363,7 +334,7 @@ def extractive_answer(question: str, evidence: list[Evidence], sources: list[Sou
         sentence = tidy(item.sentence)
         name = paper_name(sources[item.number - 1])
         if item.number not in named and name and not mentions(f"{question} {sentence}", name):
-            sentence = f"{name}: {sentence}"
+            sentence = f"{name[:1].upper() if name[1:2].islower() else name[:1]}{name[1:]}: {sentence}"
         named.add(item.number)
         parts.append(attach_marker(sentence, [item.number]))
     return " ".join(parts)

@@ -12,7 +12,7 @@ import unicodedata
 
 from rag.core.markup import plain_text
 from rag.core.types import Source
-from rag.retrieval.words import GENERIC, MARKUP, NAME, content_stems, source_sentences
+from rag.retrieval.words import GENERIC, MARKUP, NAME, acronyms, content_stems, source_sentences
 
 # What an abstract says when it comes to what it proposes: 'We introduce …', 'this paper presents …'.
 PROPOSAL = re.compile(
@@ -36,6 +36,8 @@ def paper_name(source: Source) -> str:
     proposal = next(filter(None, map(PROPOSAL.search, [title, *source_sentences(source)])), None)
     if proposal:
         name = proposed_name(proposal.string[proposal.end() :])
+        if spelled := acronyms(source.text).get(name):  # "… to integrate BE into …": the bright ending (BE)
+            return f"{spelled} ({name})"
         if name:
             return name
     return "" if is_stand_in(title, source) else f"“{plain_text(title)}”"
@@ -46,7 +48,7 @@ def proposed_name(after: str) -> str:
     acronym = ACRONYM.search(after[:100])
     if acronym and acronym.group(1) not in GENERIC:
         before = re.split(r",|\b(?:called|termed|named|dubbed|coined)\b", after[: acronym.start()])[-1]
-        words = MARKUP.sub("", before).split()
+        words = [word.strip("\"'“”‘’") for word in MARKUP.sub("", before).split()]  # 'a "bright ending" (BE)'
         while words and words[0].lower() in ("a", "an", "the", "novel", "new"):
             words.pop(0)
         letters = re.sub(r"[^A-Za-z]", "", acronym.group(1))
@@ -70,9 +72,20 @@ def is_stand_in(title: str, source: Source) -> bool:
     return title.endswith("…") or bool(words) and " ".join(words) in " ".join(source.text.split())
 
 
+# A title's opening word that is not part of what it names ("Revisit Micro-batch Clipping: …").
+OPENER = re.compile(r"^(?:revisit(?:ing)?|rethinking|towards?|on)\s+(?=\S+\s+\S)", re.IGNORECASE)
+
+
+def name_parts(name: str) -> list[str]:
+    """The ways a text may give the name: 'Long Form (ACR)' as either part; 'Revisit Micro-batch Clipping'
+    as 'Micro-batch Clipping'."""
+    return [OPENER.sub("", part.strip(" “”()")) for part in re.split(r" \(", name)]
+
+
 def mentions(text: str, name: str) -> bool:
-    """True when the text names the paper: its name, or either part of 'Long Form (ACR)'."""
-    parts = [part.strip(" “”()").lower() for part in re.split(r" \(", name)]
+    """True when the text names the paper: its name (without an opening "Revisit", "Towards"), or either
+    part of 'Long Form (ACR)'."""
+    parts = [part.lower() for part in name_parts(name)]
     return any(part and part in text.lower() for part in parts)
 
 
@@ -92,7 +105,17 @@ def says_name(text: str, name: str) -> bool:
     ("ε-VAE" is "ϵ-VAE"), and the name is one no ordinary word or phrase could be."""
     text = unicodedata.normalize("NFKC", text)
     parts = [unicodedata.normalize("NFKC", part.strip(" “”()")) for part in re.split(r" \(", name)]
-    return any(is_proper_name(part) and re.search(rf"(?<!\w){re.escape(part)}(?!\w)", text) for part in parts)
+    for part in filter(None, parts):
+        for match in re.finditer(rf"(?<!\w){re.escape(part)}(?!\w)", text):
+            if is_proper_name(part) or is_coined(part) and text[: match.start()].rstrip()[-1:] not in ("", ".", "?", "!"):
+                return True
+    return False
+
+
+def is_coined(name: str) -> bool:
+    """One capitalised word of five letters or more that is not a field's acronym ("Finedefics"): a name
+    a paper coined when a text writes it with its capital in mid-sentence, where an ordinary word has none."""
+    return len(name) >= 5 and name[0].isupper() and name[1:].islower() and name.isalpha() and name not in GENERIC
 
 
 def is_proper_name(name: str) -> bool:

@@ -22,6 +22,32 @@ GENERIC = frozenset(
     "AI ML NLP CV RL MARL LLM LLMs MLLM MLLMs VLM VLMs LM LMs GNN GNNs CNN CNNs DNN DNNs SOTA OOD MIA MIAs ASR "
     "GPT IFDL ICL RLHF QA VQA".split()
 )
+# "semantic sensitive information (SemSI)": an acronym a text defines, after the words it stands for.
+QUOTES = "\"'“”‘’"
+DEFINED = re.compile(rf"((?:[{QUOTES}]?[\w-]+[{QUOTES}]?\s+){{1,8}})\(([A-Za-z][\w-]*[A-Z][\w-]*)\)")
+UNQUOTED = str.maketrans("", "", QUOTES)
+
+
+def acronyms(text: str) -> dict[str, str]:
+    """The acronyms a text defines, each with the words it stands for, those whose initials spell its
+    capitals: 'the conditional mutual information (CMI)' gives {'CMI': 'conditional mutual information'},
+    'a novel "bright ending" (BE)' {'BE': 'bright ending'}."""
+    found = {}
+    for match in DEFINED.finditer(MARKUP.sub("", text)):
+        words, acronym = re.split(r"[\s-]+", match.group(1).strip().translate(UNQUOTED)), match.group(2)
+        letters = re.sub(r"[^A-Z]", "", acronym)
+        spelled = words[-len(letters) :]
+        if len(spelled) == len(letters) > 1 and "".join(word[0] for word in spelled).upper() == letters:
+            found[acronym] = " ".join(spelled)
+    return found
+
+
+def spelled_out(sentence: str, defined: dict[str, str]) -> str:
+    """The sentence, followed by what each acronym it uses stands for ('CMI is a special case of …
+    conditional mutual information'): the words it holds, when an abstract defines a term once and then
+    abbreviates it. Not in a compound: "LoRA-Pro" is not "LoRA"."""
+    used = [words for acronym, words in defined.items() if re.search(rf"(?<![\w-]){re.escape(acronym)}s?(?![\w-])", sentence)]
+    return " ".join([sentence, *used])
 
 
 def content_stems(text: str) -> set[str]:

@@ -87,6 +87,26 @@ def test_a_sentence_holds_an_ask_of_its_kind_or_lacks_it():
         ("Which dataset does XLand-100B provide and how large is it?", ["30,000"]),
         ("What does RxnFlow train with, and how many reaction templates does it use?", ["GFlowNets", "71"]),
         ("How does Stealthy Shield Defense protect a model, and does it need retraining?", ["outputs", "retrain"]),
+        # a name ask about a paper the question names wants another name than the paper's own
+        (
+            "What objective does RxnFlow train its step-by-step molecule assembly with, and how many reaction "
+            "templates does its action space include?",
+            ["GFlowNets", "71"],
+        ),
+        # the paper named by a word it coined: not refused
+        ("What does Finedefics add during training, and what does it use as hard negatives?", ["attribute", "incorrect"]),
+        # the title's "Revisit" is not part of the name the question gives ("micro-batch clipping")
+        (
+            "What does the micro-batch clipping analysis assume about some training samples, and beyond speech, on "
+            "which models was the method verified?",
+            ["impede", "vision and language"],
+        ),
+        # "the ablation studies" are not several papers
+        (
+            "Which approach stood out for building specialist language models from generalist data, and what do the "
+            "ablation studies examine?",
+            ["specialist models", "clustering configurations"],
+        ),
     ],
 )
 def test_each_ask_of_a_two_part_question_gets_its_own_sentence_in_the_order_asked(seeded, question, facts):
@@ -96,6 +116,18 @@ def test_each_ask_of_a_two_part_question_gets_its_own_sentence_in_the_order_aske
     where = [next(i for i, sentence in enumerate(sentences) if fact in sentence) for fact in facts]
     assert where == sorted(where)
     assert all(check.supported for check in answer.checks)
+
+
+def test_a_how_many_answer_adds_no_sentence_without_a_number(seeded):
+    answer = seeded.answer("How many reaction templates does RxnFlow use?")
+    assert split_sentences(answer.text) and all(any(c.isdigit() for c in s) for s in split_sentences(answer.text))
+    assert "71 reaction templates" in answer.text
+
+
+def test_a_how_question_is_not_answered_by_how_the_method_was_evaluated():
+    how = split_asks("How is the model aligned with radiologists?")[0]
+    assert how.held_by("We demonstrate the effectiveness of our method on two diagnosis applications.", False) == -1
+    assert how.held_by("Specifically, we first employ counterfactual generation to find the causal chain.", False) == 1
 
 
 def test_a_model_answer_to_two_asks_must_say_what_each_ask_asks_for():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rag.answering.acceptance import key_tokens, news, set_aside
-from rag.answering.citations import foreign_words, renumbered, ungrounded
+from rag.answering.citations import foreign_words, renumbered, ungrounded, unnamed
 from rag.answering.evidence import (
     Evidence,
     EvidencePicker,
@@ -19,6 +19,7 @@ from rag.core.config import AnswerConfig, RetrievalConfig
 from rag.core.markers import split_sentences
 from rag.core.types import SentenceCheck, Source
 from rag.retrieval.naming import named_by, paper_name
+from rag.retrieval.words import acronyms, spelled_out
 
 RXNFLOW = Source.from_text(
     "p1",
@@ -33,6 +34,13 @@ SEEDLIKE = Source.from_text(
     "Hanabi is a cooperative card game. We propose R3D2, a generalist agent that plays with any number of players.",
     0.6,
 )
+FINEDEFICS = Source.from_text(
+    "p6",
+    "Analyzing and Boosting the Power of Fine-Grained Visual Recognition for Multi-modal Large Language Models",
+    "MLLMs struggle with fine-grained recognition. To address this issue, we present Finedefics, an MLLM that adds "
+    "attribute descriptions of objects during training.",
+    0.5,
+)
 
 
 def test_the_paper_name_comes_from_the_title_or_from_what_the_abstract_proposes():
@@ -40,6 +48,40 @@ def test_the_paper_name_comes_from_the_title_or_from_what_the_abstract_proposes(
     assert paper_name(SEEDLIKE) == "R3D2"
     plain = Source.from_text("p3", "Learning to Rank Abstracts", "We study ranking.", 0.5)
     assert paper_name(plain) == "“Learning to Rank Abstracts”"
+    assert paper_name(FINEDEFICS) == "Finedefics"
+    # an acronym the abstract defines reads with what it stands for
+    anomaly = Source.from_text(
+        "p7", "Exploring Local Memorization", 'We identify a novel "bright ending" (BE) anomaly. We propose to use BE.', 0.5
+    )
+    assert paper_name(anomaly) == "bright ending (BE)"
+
+
+def test_an_abstract_s_acronyms_are_spelled_out_for_the_words_a_sentence_holds():
+    text = (
+        "We minimize the conditional mutual information (CMI). CMI is a case of Information Bottleneck (IB). "
+        'A novel "bright ending" (BE) anomaly. Low-Rank Adaptation (LoRA) is popular; LoRA-Pro improves it.'
+    )
+    defined = acronyms(text)
+    assert defined == {
+        "CMI": "conditional mutual information",
+        "IB": "Information Bottleneck",
+        "BE": "bright ending",
+        "LoRA": "Low Rank Adaptation",
+    }
+    assert spelled_out("CMI is a special case of IB.", defined).endswith("conditional mutual information Information Bottleneck")
+    assert spelled_out("LoRA-Pro adjusts gradients.", defined) == "LoRA-Pro adjusts gradients."  # a compound is another name
+    assert spelled_out("It adapts LoRAs.", defined).endswith("Low Rank Adaptation")
+
+
+def test_a_quoted_sentence_is_checked_without_the_name_put_before_it(seeded):
+    """The extractive answer puts the paper's name before its first quote; a long title made the quote read
+    unlike its own abstract, and the answer was refused as unsupported."""
+    source = next(s for s in seeded.retrieve("specialist language models from generalist data") if s.paper_id == "p6ncr0eTKE")
+    quote = "We also present ablation studies that examine the impact of dataset sizes, clustering configurations, and model sizes."
+    named = f"{paper_name(source)}: {quote}"
+    assert len(named) > len(quote) + 60  # the stand-in name is the whole title, in quotes
+    assert unnamed(named, [source]) == quote and unnamed(f"Another paper: {quote}", [source]) != quote
+    assert seeded.checker.check(f"{named} [1]", [source])[1][0].supported
 
 
 def test_a_quoted_sentence_loses_its_leading_link_word():
@@ -207,6 +249,10 @@ def test_a_paper_the_question_names_answers_though_it_shares_little_meaning_with
             Source.from_text("p5", "Diffusion Models: A Survey", "Diffusion models generate proteins.", 0.5),
             False,
         ),
+        # a one-word name a paper coined ("We present Finedefics, an MLLM …"), written with its capital mid-question
+        ("What does Finedefics add during training?", FINEDEFICS, True),
+        ("Finedefics: what does it add during training?", FINEDEFICS, False),  # a question's first word may be any
+        ("What does finedefics add during training?", FINEDEFICS, False),
     ],
 )
 def test_a_question_names_a_paper_by_a_proper_name_and_asks_what_its_abstract_holds(question, source, named):
