@@ -24,15 +24,14 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from rag.answering.ask_ranker import FEATURES, RANKER_FILE, ask_features
-from rag.answering.asks import CODE_LINK, hand_ask_score, split_asks, without_name
-from rag.answering.evidence import covered, ranked, rarity_weights
+from rag.answering.ask_ranker import FEATURES, RANKER_FILE
+from rag.answering.asks import hand_ask_score, split_asks
+from rag.answering.evidence import ranked
 from rag.core.config import with_overrides
 from rag.core.filters import Filters
 from rag.evaluate import load_questions
 from rag.facts import contains_fact
 from rag.retrieval.naming import mentions, paper_name
-from rag.retrieval.words import content_stems
 from rag.service import RagService
 
 
@@ -51,21 +50,14 @@ def labelled_asks(service: RagService, files: list[str]) -> list[tuple[int, list
         named = name if mentions(question.question, name) else ""
         own = [c for c in candidates if c.number == best]
         sentences = [c.sentence for c in own]
-        vectors = np.asarray(picker.embeddings.embed_documents(sentences))
         asks = split_asks(question.question)
         groups = question.fact_groups if len(asks) > 1 else (question.facts,)
         if len(groups) != len(asks):
             continue
-        for ask, facts in zip(asks, groups):
+        for facts, features in zip(groups, picker.ask_features(asks, own, named)):
             labels = [any(contains_fact(s, fact) for fact in facts) for s in sentences]
             if not any(labels):
                 continue
-            similarity = vectors @ np.asarray(picker.embeddings.embed_query(without_name(ask.text, named)))
-            words = rarity_weights(ask.text, sentences, ignore=content_stems(named))
-            features = [
-                ask_features(c, float(cos), covered(c.sentence, words), ask, bool(CODE_LINK.search(c.sentence)))
-                for c, cos in zip(own, similarity)
-            ]
             rows.append((number, features, labels))
     return rows
 

@@ -114,20 +114,25 @@ class EvidencePicker:
         return [Evidence(number, own[i].sentence, round(scores[a][i], 4)) for a, i in enumerate(choice)]
 
     def ask_scores(self, asks: list[Ask], own: list[SentenceCandidate], named: str = "") -> list[list[float]]:
-        """For each ask, how well each of the paper's sentences answers it (`ask_score`). The paper's
-        name, when the question gives it, picks no sentence: it is left out of the ask's words."""
+        """For each ask, how well each of the paper's sentences answers it (`ask_score`)."""
+        return [[self.ask_score(row) for row in table] for table in self.ask_features(asks, own, named)]
+
+    def ask_features(self, asks: list[Ask], own: list[SentenceCandidate], named: str = "") -> list[list[list[float]]]:
+        """For each ask, the features (ask_ranker.FEATURES) of each of the paper's sentences. The paper's name,
+        when the question gives it, picks no sentence: it is left out of the ask's words."""
         sentences = [c.sentence for c in own]
         vectors = np.asarray(self.embeddings.embed_documents([c.wording for c in own]))
-        table = []
+        tables = []
         for ask in asks:
             similarity = vectors @ np.asarray(self.embeddings.embed_query(without_name(ask.text, named)))
             words = rarity_weights(ask.text, sentences, ignore=content_stems(named))
-            features = [
-                ask_features(c, float(cos), covered(c.wording, words), ask, bool(CODE_LINK.search(c.sentence)), named)
-                for c, cos in zip(own, similarity)
-            ]
-            table.append([self.ask_score(row) for row in features])
-        return table
+            tables.append(
+                [
+                    ask_features(c, float(cos), covered(c.wording, words), ask, bool(CODE_LINK.search(c.sentence)), named)
+                    for c, cos in zip(own, similarity)
+                ]
+            )
+        return tables
 
     def ask_score(self, features: list[float]) -> float:
         """How well a sentence answers an ask: by the hand weights (`hand_ask_score`), or under
