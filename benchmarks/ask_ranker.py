@@ -91,7 +91,9 @@ def main() -> None:
         learned.append(top_hits(held_out, lambda f: float(model.decision_function([f])[0])) * len(held_out))
         hand.append(top_hits(held_out, lambda f: hand_ask_score(f, config.answer)) * len(held_out))
     print(f"{len(rows)} asks of {len(by_question)} dev questions, {sum(len(f) for _, f, _ in rows)} sentences")
-    print(f"held-out top-1 holds the fact: learned {sum(learned) / len(rows):.3f}, hand weights {sum(hand) / len(rows):.3f}")
+    print(
+        f"held-out top-1 holds the fact: learned {sum(learned) / len(rows):.3f}, hand weights {sum(hand) / len(rows):.3f}"
+    )
     model = fit(rows, LogisticRegression)
     weights = dict(zip(FEATURES, model.coef_[0].round(4).tolist()))
     print("weights:", weights, "bias:", round(float(model.intercept_[0]), 4))

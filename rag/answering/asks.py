@@ -87,10 +87,13 @@ HOW_MUCH = re.compile(
 )
 WHICH_NAME = re.compile(
     r"\b(which|what|name)\b.{0,40}?\b(method|framework|model|agent|approach|system|algorithm|technique|benchmark|"
-    r"dataset|data set|paper|tool|architecture|network|library|suite|called|named|metric|loss|attack|defen[cs]e|objective)s?\b",
+    r"dataset|data set|paper|tool|architecture|network|library|suite|called|named|metric|loss|attack|defen[cs]e|"
+    r"objective)s?\b",
     re.IGNORECASE,
 )
-RESULT_QUESTION = re.compile(r"\b(does|do|did|how well|how good|what results?|outperform|better|improve|effective)\b", re.I)
+RESULT_QUESTION = re.compile(
+    r"\b(does|do|did|how well|how good|what results?|outperform|better|improve|effective)\b", re.I
+)
 RESULT_WORDS = re.compile(
     r"\b(outperform\w*|improv\w*|achiev\w*|state-of-the-art|surpass\w*|better|reduc\w*|faster|gains?|"
     r"speed-?up|accura\w*|superior|significantly|consistently)\b|%",

@@ -66,7 +66,9 @@ class CitationChecker:
         its valid markers, or the source that supports it best when it has none, and whether they do.
         A sentence's check doesn't depend on the others, so a stream checks them as they come."""
         plain = [MARKER.sub("", sentence).strip() for sentence in sentences]
-        support = self._support([unnamed(bare, sources) for bare in plain], sources)  # [sentence, source] best similarity
+        support = self._support(
+            [unnamed(bare, sources) for bare in plain], sources
+        )  # [sentence, source] best similarity
         checks = []
         for i, (sentence, bare) in enumerate(zip(sentences, plain)):
             numbers = cited_numbers(sentence, len(sources))

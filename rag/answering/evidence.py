@@ -33,7 +33,17 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from rag.answering.ask_ranker import AskRanker, ask_features
-from rag.answering.asks import CODE_LINK, HOW_MUCH, NUMBER, Ask, Wants, best_assignment, hand_ask_score, split_asks, without_name
+from rag.answering.asks import (
+    CODE_LINK,
+    HOW_MUCH,
+    NUMBER,
+    Ask,
+    Wants,
+    best_assignment,
+    hand_ask_score,
+    split_asks,
+    without_name,
+)
 from rag.core.config import AnswerConfig, RetrievalConfig
 from rag.core.markers import attach_marker, split_sentences
 from rag.core.markup import plain_text
@@ -44,7 +54,8 @@ from rag.retrieval.words import acronyms, content_stems, source_sentences, spell
 
 # "Which papers …", not "what do the ablation studies examine".
 SEVERAL = re.compile(
-    r"\b(which|what|any|are there|list|show me)\b(?!\s+(?:do|does|did)\b).{0,30}\b(papers|works|methods|approaches|studies)\b",
+    r"\b(which|what|any|are there|list|show me)\b(?!\s+(?:do|does|did)\b).{0,30}"
+    r"\b(papers|works|methods|approaches|studies)\b",
     re.I,
 )
 TWO_ASKS = re.compile(r"\band\s+(what|which|how|why|where|when|on which|in which|for which|to what)\b", re.I)
@@ -128,7 +139,9 @@ class EvidencePicker:
             words = rarity_weights(ask.text, sentences, ignore=content_stems(named))
             tables.append(
                 [
-                    ask_features(c, float(cos), covered(c.wording, words), ask, bool(CODE_LINK.search(c.sentence)), named)
+                    ask_features(
+                        c, float(cos), covered(c.wording, words), ask, bool(CODE_LINK.search(c.sentence)), named
+                    )
                     for c, cos in zip(own, similarity)
                 ]
             )
@@ -158,7 +171,8 @@ class EvidencePicker:
             close = [
                 e
                 for e in scored[1:]
-                if e.score >= best.score - widen * self.margin(e, best) and not repeats(e.sentence, said)
+                if e.score >= best.score - widen * self.margin(e, best)
+                and not repeats(e.sentence, said)
                 # "how many …?" is answered by numbers: a sentence without one doesn't join
                 and not (HOW_MUCH.match(question.strip()) and not NUMBER.search(e.sentence))
             ]
@@ -355,4 +369,3 @@ def evidence_sources(evidence: list[Evidence], sources: list[Source]) -> list[So
         )
         for number in order
     ]
-

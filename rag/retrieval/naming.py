@@ -107,7 +107,11 @@ def says_name(text: str, name: str) -> bool:
     parts = [unicodedata.normalize("NFKC", part.strip(" “”()")) for part in re.split(r" \(", name)]
     for part in filter(None, parts):
         for match in re.finditer(rf"(?<!\w){re.escape(part)}(?!\w)", text):
-            if is_proper_name(part) or is_coined(part) and text[: match.start()].rstrip()[-1:] not in ("", ".", "?", "!"):
+            if (
+                is_proper_name(part)
+                or is_coined(part)
+                and text[: match.start()].rstrip()[-1:] not in ("", ".", "?", "!")
+            ):
                 return True
     return False
 
@@ -124,4 +128,3 @@ def is_proper_name(name: str) -> bool:
     if len(name.split()) > 1:
         return True
     return any(c.isupper() or c.isdigit() for c in name[1:]) and name not in GENERIC
-

@@ -46,7 +46,11 @@ def spelled_out(sentence: str, defined: dict[str, str]) -> str:
     """The sentence, followed by what each acronym it uses stands for ('CMI is a special case of …
     conditional mutual information'): the words it holds, when an abstract defines a term once and then
     abbreviates it. Not in a compound: "LoRA-Pro" is not "LoRA"."""
-    used = [words for acronym, words in defined.items() if re.search(rf"(?<![\w-]){re.escape(acronym)}s?(?![\w-])", sentence)]
+    used = [
+        words
+        for acronym, words in defined.items()
+        if re.search(rf"(?<![\w-]){re.escape(acronym)}s?(?![\w-])", sentence)
+    ]
     return " ".join([sentence, *used])
 
 

@@ -78,7 +78,9 @@ def test_a_sentence_holds_an_ask_of_its_kind_or_lacks_it():
     assert number.held_by("It covers many different tasks.", False) == -1
     assert data.held_by("We evaluate on GEOM-DRUGS and QM9-2014.", False) == 1
     assert how.held_by("We formulate a convex problem and solve it via the water-filling method.", False) == 1
-    assert how.held_by("We propose SSD, which works by post-processing outputs.", True, True) == -1  # not 'we propose X'
+    assert (
+        how.held_by("We propose SSD, which works by post-processing outputs.", True, True) == -1
+    )  # not 'we propose X'
 
 
 @pytest.mark.parametrize(
@@ -94,7 +96,10 @@ def test_a_sentence_holds_an_ask_of_its_kind_or_lacks_it():
             ["GFlowNets", "71"],
         ),
         # the paper named by a word it coined: not refused
-        ("What does Finedefics add during training, and what does it use as hard negatives?", ["attribute", "incorrect"]),
+        (
+            "What does Finedefics add during training, and what does it use as hard negatives?",
+            ["attribute", "incorrect"],
+        ),
         # the title's "Revisit" is not part of the name the question gives ("micro-batch clipping")
         (
             "What does the micro-batch clipping analysis assume about some training samples, and beyond speech, on "
@@ -134,25 +139,33 @@ def test_a_model_answer_to_two_asks_must_say_what_each_ask_asks_for():
     """key_tokens and news are read per ask when the evidence is one sentence per ask: an answer that
     names the environment but not the 30,000 tasks is set aside for the extractive one."""
     source = Source.from_text("x", "X", "We present XLand-100B, based on XLand-MiniGrid. It holds 30,000 tasks.", 0.9)
-    evidence = [Evidence(1, "We present XLand-100B, based on XLand-MiniGrid.", 1.0), Evidence(1, "It holds 30,000 tasks.", 0.9)]
+    evidence = [
+        Evidence(1, "We present XLand-100B, based on XLand-MiniGrid.", 1.0),
+        Evidence(1, "It holds 30,000 tasks.", 0.9),
+    ]
     question = "Which environment is XLand-100B built on, and how many tasks does it hold?"
     assert key_tokens(question, evidence, [source]) == ["XLand-MiniGrid", "30,000"]
     half = [SentenceCheck("XLand-100B is based on XLand-MiniGrid", (1,), True, 0.9)]
-    assert "left out 30,000" in (set_aside(half, key_tokens(question, evidence, [source]), news(question, evidence), 0.5) or "")
-
+    assert "left out 30,000" in (
+        set_aside(half, key_tokens(question, evidence, [source]), news(question, evidence), 0.5) or ""
+    )
 
 
 def test_what_follows_a_model_answer_that_misses_an_ask_is_that_asks_sentence():
     """The sentence added after a model's answer that leaves out the second ask's number is the second
     ask's (it once was the first's, which the answer had already said)."""
     source = Source.from_text("x", "X", "We present XLand-100B, based on XLand-MiniGrid. It holds 30,000 tasks.", 0.9)
-    evidence = [Evidence(1, "We present XLand-100B, based on XLand-MiniGrid.", 1.0), Evidence(1, "It holds 30,000 tasks.", 0.9)]
+    evidence = [
+        Evidence(1, "We present XLand-100B, based on XLand-MiniGrid.", 1.0),
+        Evidence(1, "It holds 30,000 tasks.", 0.9),
+    ]
     question = "Which environment is XLand-100B built on, and how many tasks does it hold?"
     first_only = [SentenceCheck("XLand-100B is based on XLand-MiniGrid", (1,), True, 0.9)]
     assert left_out(question, evidence, [source], first_only) == evidence[1:]
     second_only = [SentenceCheck("XLand-100B holds 30,000 tasks", (1,), True, 0.9)]
     assert left_out(question, evidence, [source], second_only) == evidence[:1]
     assert left_out("What is XLand-100B?", evidence[:1], [source], []) == evidence[:1]
+
 
 def test_the_shipped_ask_ranker_loads_small_and_scores_a_sentence_for_an_ask(embeddings):
     """The learned weights are a small file in the package, read without scikit-learn; a file trained on
@@ -161,7 +174,10 @@ def test_the_shipped_ask_ranker_loads_small_and_scores_a_sentence_for_an_ask(emb
     ranker = AskRanker.load()
     assert len(ranker.weights) == len(FEATURES)
     source = Source.from_text(
-        "x", "X", "We present XLand-100B, based on XLand-MiniGrid. It holds 30,000 tasks. Code is at https://x.org.", 0.9
+        "x",
+        "X",
+        "We present XLand-100B, based on XLand-MiniGrid. It holds 30,000 tasks. Code is at https://x.org.",
+        0.9,
     )
     question = "Which environment is XLand-100B built on, and how many tasks does it hold?"
     for scorer in ("weights", "learned"):
@@ -172,7 +188,9 @@ def test_the_shipped_ask_ranker_loads_small_and_scores_a_sentence_for_an_ask(emb
         ]
     # In a process of its own: other tests (the map's) import scikit-learn into this one.
     answers = "import sys, rag.answering.evidence as e; e.AskRanker.load(); print('sklearn' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", answers], capture_output=True, text=True, check=True).stdout == "False\n"
+    assert (
+        subprocess.run([sys.executable, "-c", answers], capture_output=True, text=True, check=True).stdout == "False\n"
+    )
 
 
 def test_a_ranker_file_for_other_features_is_refused(tmp_path):

@@ -51,7 +51,10 @@ def test_the_paper_name_comes_from_the_title_or_from_what_the_abstract_proposes(
     assert paper_name(FINEDEFICS) == "Finedefics"
     # an acronym the abstract defines reads with what it stands for
     anomaly = Source.from_text(
-        "p7", "Exploring Local Memorization", 'We identify a novel "bright ending" (BE) anomaly. We propose to use BE.', 0.5
+        "p7",
+        "Exploring Local Memorization",
+        'We identify a novel "bright ending" (BE) anomaly. We propose to use BE.',
+        0.5,
     )
     assert paper_name(anomaly) == "bright ending (BE)"
 
@@ -68,15 +71,21 @@ def test_an_abstract_s_acronyms_are_spelled_out_for_the_words_a_sentence_holds()
         "BE": "bright ending",
         "LoRA": "Low Rank Adaptation",
     }
-    assert spelled_out("CMI is a special case of IB.", defined).endswith("conditional mutual information Information Bottleneck")
-    assert spelled_out("LoRA-Pro adjusts gradients.", defined) == "LoRA-Pro adjusts gradients."  # a compound is another name
+    assert spelled_out("CMI is a special case of IB.", defined).endswith(
+        "conditional mutual information Information Bottleneck"
+    )
+    assert (
+        spelled_out("LoRA-Pro adjusts gradients.", defined) == "LoRA-Pro adjusts gradients."
+    )  # a compound is another name
     assert spelled_out("It adapts LoRAs.", defined).endswith("Low Rank Adaptation")
 
 
 def test_a_quoted_sentence_is_checked_without_the_name_put_before_it(seeded):
     """The extractive answer puts the paper's name before its first quote; a long title made the quote read
     unlike its own abstract, and the answer was refused as unsupported."""
-    source = next(s for s in seeded.retrieve("specialist language models from generalist data") if s.paper_id == "p6ncr0eTKE")
+    source = next(
+        s for s in seeded.retrieve("specialist language models from generalist data") if s.paper_id == "p6ncr0eTKE"
+    )
     quote = "We also present ablation studies that examine the impact of dataset sizes, clustering configurations, and model sizes."
     named = f"{paper_name(source)}: {quote}"
     assert len(named) > len(quote) + 60  # the stand-in name is the whole title, in quotes
@@ -132,7 +141,9 @@ def test_a_sentence_mostly_in_words_its_source_lacks_is_not_supported():
 
 def test_an_abstract_that_never_says_what_it_proposes_has_no_proposal_sentence():
     assert proposal_position(SEEDLIKE) == 1
-    plain = Source.from_text("p3", "Specialist Models", "Specialist models are strong. We build them from generic data.", 0.5)
+    plain = Source.from_text(
+        "p3", "Specialist Models", "Specialist models are strong. We build them from generic data.", 0.5
+    )
     assert proposal_position(plain) == -1  # its opening sentence is not taken for a proposal
 
 
@@ -262,7 +273,9 @@ def test_a_question_names_a_paper_by_a_proper_name_and_asks_what_its_abstract_ho
 def test_a_paper_the_question_names_is_not_ranked_down(embeddings):
     """The rank penalty favours the first-ranked paper, except over the paper the question names
     ("ε-VAE", the title's "$\\epsilon$-VAE")."""
-    rotation = Source.from_text("p4", "Restructuring Vector Quantization with the Rotation Trick", "Encoder outputs rotate.", 0.6)
+    rotation = Source.from_text(
+        "p4", "Restructuring Vector Quantization with the Rotation Trick", "Encoder outputs rotate.", 0.6
+    )
     epsilon = Source.from_text(
         "p3", "$\\epsilon$-VAE: Denoising as Visual Decoding", "We replace the decoder with diffusion.", 0.5
     )
@@ -284,7 +297,9 @@ def test_a_cited_sentence_ends_where_its_marker_does_whatever_follows():
         "It beats gradient descent on stiff PDEs [2].",
         "completely back-propagation-free (BP-free): It trains on chips [1].",
     ]
-    assert split_sentences("It uses e.g. sampling. it does not split [1]") == ["It uses e.g. sampling. it does not split [1]"]
+    assert split_sentences("It uses e.g. sampling. it does not split [1]") == [
+        "It uses e.g. sampling. it does not split [1]"
+    ]
 
 
 def test_a_sentence_is_said_when_a_sentence_of_the_text_holds_nearly_all_its_words():
