@@ -211,7 +211,8 @@ class EvidencePicker:
         # A paper's name in the question picks the paper (retrieval did that); it doesn't pick a sentence.
         given = {number: name for number, name in names.items() if mentions(question, name)}
         # Each sentence is compared with its acronyms spelled out as its abstract defines them ("CMI" holds "mutual").
-        defined = {number: acronyms(sources[number - 1].text) for number in numbers}
+        # (Not the paper's own name, "energy distribution-based detector (EDBD)": a name picks no sentence.)
+        defined = {n: {a: w for a, w in acronyms(sources[n - 1].text).items() if a not in names[n]} for n in numbers}
         wordings = [spelled_out(sentence, defined[number]) for number, _, sentence in sentences]
         question_vector = np.asarray(self.embeddings.embed_query(without_name(question, *given.values())))
         similarity = np.asarray(self.embeddings.embed_documents(wordings)) @ question_vector
