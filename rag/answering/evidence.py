@@ -75,6 +75,9 @@ LEADING_LINK = re.compile(
     re.IGNORECASE,
 )
 
+WEB_ADDRESS = re.compile(r"https?://|www\.", re.I)
+ASKS_FOR_CODE = re.compile(r"\b(code|github|repository|repo|implementation|website|link|url|available|released?)\b", re.I)
+
 # The share of a sentence's content words a sentence of an earlier answer holds when it says the same.
 REPEATED = 0.8
 
@@ -97,21 +100,23 @@ class EvidencePicker:
         self.retrieval = retrieval
         self._ranker: AskRanker | None = None  # the learned ask scores, read on the first question of two asks
 
-    def pick(self, question: str, sources: list[Source], said: str = "") -> list[Evidence]:
+    def pick(self, question: str, sources: list[Source], said: str = "", focused: bool = False) -> list[Evidence]:
         """The best sentence, then those close to it; for a question about several papers ("which
         papers …"), the best sentence of each paper close enough instead; for a question of two or
         more asks, one sentence of the answering paper per ask, in the order asked.
 
         `said`: what the conversation's last answer said, for a follow-up. The best sentence answers
-        even when it was said (it is what is asked now); a sentence close to it joins only if it was not."""
-        candidates = self.candidates(question, sources)
+        even when it was said (it is what is asked now); a sentence close to it joins only if it was not.
+        `focused`: a follow-up about the papers in focus (`sources`), which it names as "it" or "they"."""
+        candidates = self.candidates(question, sources, focused)
         scored = ranked(candidates, self.answer)
         asks = split_asks(question)
         if len(asks) > 1 and not SEVERAL.search(question) and scored:
             if scored[0].score < self.answer.min_sentence_score:
                 return []
             name = paper_name(sources[scored[0].number - 1])
-            return self.for_each_ask(asks, scored[0].number, candidates, name if mentions(question, name) else "")
+            named = name if focused or mentions(question, name) else ""
+            return self.for_each_ask(asks, scored[0].number, candidates, named)
         return self.chosen(question, scored, sources, said)
 
     def for_each_ask(
@@ -175,6 +180,8 @@ class EvidencePicker:
                 and not repeats(e.sentence, said)
                 # "how many …?" is answered by numbers: a sentence without one doesn't join
                 and not (HOW_MUCH.match(question.strip()) and not NUMBER.search(e.sentence))
+                # nor does "The code is available at https://…", unless the code is asked for
+                and not (WEB_ADDRESS.search(e.sentence) and not ASKS_FOR_CODE.search(question))
             ]
         return [best, *close][: self.answer.evidence_sentences]
 
@@ -196,8 +203,9 @@ class EvidencePicker:
         """Every candidate sentence with its score, best first."""
         return ranked(self.candidates(question, sources), self.answer)
 
-    def candidates(self, question: str, sources: list[Source]) -> list[SentenceCandidate]:
-        """Every sentence of the sources that earned their place, with what its score is made of."""
+    def candidates(self, question: str, sources: list[Source], focused: bool = False) -> list[SentenceCandidate]:
+        """Every sentence of the sources that earned their place, with what its score is made of; `focused`:
+        the sources are the papers a follow-up asks about, as if it named them."""
         sentences = [
             (number, position, sentence)
             for number, source in enumerate(sources, start=1)
@@ -209,7 +217,7 @@ class EvidencePicker:
         numbers = sorted({number for number, _, _ in sentences})  # each source once, not once per sentence
         names = {number: paper_name(sources[number - 1]) for number in numbers}
         # A paper's name in the question picks the paper (retrieval did that); it doesn't pick a sentence.
-        given = {number: name for number, name in names.items() if mentions(question, name)}
+        given = {number: name for number, name in names.items() if focused or mentions(question, name)}
         # Each sentence is compared with its acronyms spelled out as its abstract defines them ("CMI" holds "mutual").
         # (Not the paper's own name, "energy distribution-based detector (EDBD)": a name picks no sentence.)
         defined = {n: {a: w for a, w in acronyms(sources[n - 1].text).items() if a not in names[n]} for n in numbers}

@@ -51,7 +51,7 @@ class AnswerPipeline:
         reason = None if standalone.focus and sources else refusal(asked, sources, self.config.retrieval)
         if not reason and (standing := stands_in(asked, sources)) and standing is not sources[0]:
             sources = [standing, *(source for source in sources if source is not standing)]  # the look-up's paper first
-        evidence = [] if reason else self.picker.pick(asked, sources, said=standalone.said)
+        evidence = [] if reason else self.picker.pick(asked, sources, standalone.said, bool(standalone.focus))
         if not reason and not evidence:
             reason = "no sentence of the closest abstracts answers it"
         if reason:

@@ -93,6 +93,18 @@ def test_the_readme_follow_up_states_the_benchmark_not_the_previous_answer_again
     assert not any(check.text in first.text for check in follow.checks), (first.text, follow.text)
 
 
+def test_a_follow_up_about_its_paper_reads_as_naming_it(seeded):
+    """"What objective does it train with?" after RxnFlow asks for another name than RxnFlow's own, as
+    "What objective does RxnFlow train with?" does; and "how well" adds no "code is available at" sentence."""
+    first = seeded.answer("How many reaction templates does RxnFlow use?")
+    follow = seeded.answer("What objective does it train with?", history=[Turn.of(first)])
+    assert follow.focus == first.cited[:1] and "GFlowNets" in follow.checks[0].text
+    first = seeded.answer("What does Finedefics add during training?")
+    follow = seeded.answer("How well does it do?", history=[Turn.of(first)])
+    assert "outperforms" in follow.text and "http" not in follow.text
+    assert "github" in seeded.answer("Where is the code of Finedefics available?", history=[Turn.of(first)]).text
+
+
 def test_a_follow_up_the_paper_does_not_answer_is_refused_and_leaves_the_focus_where_it_was(seeded):
     first = seeded.answer("Which agent plays Hanabi with unfamiliar partners?")
     # The seed set's unanswerable question, as a follow-up: R3D2's abstract never gives GPU hours.
