@@ -76,7 +76,9 @@ LEADING_LINK = re.compile(
 )
 
 WEB_ADDRESS = re.compile(r"https?://|www\.", re.I)
-ASKS_FOR_CODE = re.compile(r"\b(code|github|repository|repo|implementation|website|link|url|available|released?)\b", re.I)
+ASKS_FOR_CODE = re.compile(
+    r"\b(code|github|repository|repo|implementation|website|link|url|available|released?)\b", re.I
+)
 
 # The share of a sentence's content words a sentence of an earlier answer holds when it says the same.
 REPEATED = 0.8
