@@ -94,7 +94,7 @@ def test_the_readme_follow_up_states_the_benchmark_not_the_previous_answer_again
 
 
 def test_a_follow_up_about_its_paper_reads_as_naming_it(seeded):
-    """"What objective does it train with?" after RxnFlow asks for another name than RxnFlow's own, as
+    """A follow-up "What objective does it train with?" after RxnFlow asks for another name than RxnFlow's own, as
     "What objective does RxnFlow train with?" does; and "how well" adds no "code is available at" sentence."""
     first = seeded.answer("How many reaction templates does RxnFlow use?")
     follow = seeded.answer("What objective does it train with?", history=[Turn.of(first)])
