@@ -66,7 +66,7 @@ function draw() {
     });
     context.globalAlpha = 1;
     context.strokeStyle = '#111';
-    context.lineWidth = 2;
+    context.lineWidth = 1.5;
     dots(context, highlighted, 6.5, HIGHLIGHT, true);
   }
   canvas.dataset.points = String(drawn);  // what the tests and benchmarks/map.py wait for

@@ -70,7 +70,7 @@ CSS = """
 .rag-map-plot canvas { display: block; width: 100%; }
 .rag-map-tip { position: absolute; pointer-events: none; max-width: 420px; padding: 0.3em 0.5em; border-radius: 0.3em;
   background: rgba(20, 20, 20, 0.88); color: white; font-size: 0.82em; line-height: 1.3; z-index: 10; }
-.rag-map-legend { flex: 0 1 340px; margin: 0; padding: 0; list-style: none; font-size: 0.8em; line-height: 1.35; }
+.rag-map-legend { flex: 0 1 340px; margin: 0; padding: 0; list-style: none; font-size: 0.86em; line-height: 1.35; }
 .rag-map-legend li { display: flex; gap: 0.45em; align-items: baseline; padding: 0.1em 0.2em; cursor: pointer; }
 .rag-map-legend li.rag-map-hidden { opacity: 0.4; }
 .rag-map-swatch { flex: none; width: 0.75em; height: 0.75em; border-radius: 50%; }
