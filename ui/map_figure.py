@@ -1,47 +1,25 @@
 """The map of the conference as a Plotly figure: a WebGL scatter (`Scattergl`) of every paper shown, one trace
 per theme or per primary area (the legend names them, with their sizes), the title on hover, and the papers of
-the current answer drawn large and outlined over the others, which are dimmed. The page shows it in a
-`gr.Plot`; `rag map --html` writes it to a file that opens offline (plotly.js inside)."""
+the current answer drawn large and outlined over the others, which are dimmed. `rag map --html` writes it to a
+file that opens offline (plotly.js inside); the page draws the same groups, colours and texts (ui/map_data.py)
+on a canvas of its own (ui/paper_map.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
-from itertools import cycle
 from html import escape
-from typing import Literal
+from itertools import cycle
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.colors import qualitative
 
 from rag.answering.paper_map import PaperMap, ShownPoint
-from rag.core.markup import plain_text
-
-ColourBy = Literal["theme", "area"]
-PALETTE = qualitative.Dark24 + qualitative.Light24  # enough colours for the themes (20) and the areas
-NO_AREA = "(no area)"
-CROWD = 1000  # papers: a map of more draws its points small
-
-
-def groups_of(found: PaperMap, colour_by: ColourBy) -> list[tuple[str, list[ShownPoint]]]:
-    """The points in their groups, each named: by theme (in the themes' order), or by area (largest first)."""
-    groups: dict[str, list[ShownPoint]] = {}
-    if colour_by == "theme":
-        for point in found.points:
-            groups.setdefault(found.themes[point.theme] if point.theme < len(found.themes) else "", []).append(point)
-        order = [name for name in found.themes if name in groups]
-    else:
-        for point in found.points:
-            groups.setdefault(point.primary_area.replace("&amp;", "&") or NO_AREA, []).append(point)
-        order = sorted(groups, key=lambda name: (-len(groups[name]), name))
-    return [(name, groups[name]) for name in order]
+from ui.map_data import CROWD, PALETTE, ColourBy, groups_of, heading, highlighted_name, hover_text
 
 
 def hover(point: ShownPoint) -> str:
-    """What hovering a paper shows: its title, and its status when known (escaped: Plotly reads a few HTML
-    tags in hover text). The area is the legend's, or the card's when a click opens it."""
-    title = escape(plain_text(point.title))
-    return f"{title} ({escape(point.status)})" if point.status else title
+    """`hover_text`, escaped: Plotly reads a few HTML tags in hover text."""
+    return escape(hover_text(point))
 
 
 def scatter(points: list[ShownPoint], name: str, marker: dict) -> go.Scattergl:
@@ -71,12 +49,10 @@ def map_figure(found: PaperMap, colour_by: ColourBy = "theme", highlight: Collec
     ]
     if chosen := [point for point in found.points if point.paper_id in highlight]:
         outlined = {"size": 13, "color": "#ffd400", "line": {"width": 2, "color": "#111"}}
-        traces.append(scatter(chosen, f"this answer's papers ({len(chosen)})", outlined))
+        traces.append(scatter(chosen, highlighted_name(len(chosen)), outlined))
     figure = go.Figure(traces)
-    count = len(found.points)
-    shown = f"{count:,} of {found.placed:,}" if count < found.placed else f"all {found.placed:,}"
     figure.update_layout(
-        title={"text": f"Map of the conference: {shown} papers, coloured by {colour_by}", "font": {"size": 14}},
+        title={"text": heading(found, colour_by), "font": {"size": 14}},
         template="plotly_white",
         height=640,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},

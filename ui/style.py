@@ -63,6 +63,17 @@ CSS = """
 .rag-theme-quote { display: block; font-size: 0.92em; margin: 0.1em 0 0 0.6em; }
 .rag-theme-papers { font-size: 0.88em; margin: 0.15em 0 0 0.6em; }
 .rag-theme-papers ul { margin: 0.2em 0; padding-left: 0.4em; list-style: none; }
+/* The map of the conference (ui/paper_map.py, ui/paper_map.js): a canvas, its tooltip, and the legend beside it */
+.rag-map-title { font-weight: 600; font-size: 0.95em; margin: 0.2em 0 0.4em 0; }
+.rag-map-body { display: flex; flex-wrap: wrap; gap: 0.8em; align-items: flex-start; }
+.rag-map-plot { position: relative; flex: 1 1 560px; min-width: 320px; }
+.rag-map-plot canvas { display: block; width: 100%; }
+.rag-map-tip { position: absolute; pointer-events: none; max-width: 420px; padding: 0.3em 0.5em; border-radius: 0.3em;
+  background: rgba(20, 20, 20, 0.88); color: white; font-size: 0.82em; line-height: 1.3; z-index: 10; }
+.rag-map-legend { flex: 0 1 340px; margin: 0; padding: 0; list-style: none; font-size: 0.86em; line-height: 1.35; }
+.rag-map-legend li { display: flex; gap: 0.45em; align-items: baseline; padding: 0.1em 0.2em; cursor: pointer; }
+.rag-map-legend li.rag-map-hidden { opacity: 0.4; }
+.rag-map-swatch { flex: none; width: 0.75em; height: 0.75em; border-radius: 50%; }
 """
 
 # Clicking a [n] badge in the chat selects its message (Gradio's select event puts that turn's

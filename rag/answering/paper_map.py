@@ -174,7 +174,7 @@ def _place(index: PaperIndex, store: MapStore, new: list[str], papers: dict[str,
 def themes_of(vectors: np.ndarray, texts: list[str], titles: list[str]) -> tuple[np.ndarray, list[str]]:
     """A theme per paper (0 the largest) and each theme's name: k-means of the unit vectors into
     √(papers / 2) themes, at most `MOST_THEMES` (under `FEW` papers, an overview's Ward clustering), named by
-    their distinctive words (themes.py)."""
+    their distinctive words (themes.py); from `FEW` papers on, only among terms used by at most 2 / themes of them."""
     count = max(1, min(MOST_THEMES, round(math.sqrt(len(vectors) / 2))))
     if count == 1 or len(vectors) < 3:
         labels = np.zeros(len(vectors), dtype=int)
@@ -192,7 +192,10 @@ def themes_of(vectors: np.ndarray, texts: list[str], titles: list[str]) -> tuple
         renumbered[labels == old] = new
     groups = [np.flatnonzero(renumbered == theme).tolist() for theme in range(len(order))]
     from rag.answering.themes import distinctive_words  # here: the module stays light on a question's path
-    words = distinctive_words(groups, texts, "", titles)
+    # On a map of many papers, a term used by more than twice a theme's mean share of them tells no theme from
+    # the others; a map of a few dozen has too few papers per theme to say which terms are common.
+    most_common = 2 / len(groups) if len(vectors) >= FEW else 1.0
+    words = distinctive_words(groups, texts, "", titles, most_common)
     return renumbered, [", ".join(named) or f"theme {theme + 1}" for theme, named in enumerate(words)]
 
 

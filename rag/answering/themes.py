@@ -138,12 +138,15 @@ def silhouette(vectors: np.ndarray, labels: np.ndarray) -> float:
     return float(np.mean(scores))
 
 
-def distinctive_words(groups: list[list[int]], texts: list[str], topic: str, titles: list[str]) -> list[list[str]]:
+def distinctive_words(
+    groups: list[list[int]], texts: list[str], topic: str, titles: list[str], most_common: float = 1.0
+) -> list[list[str]]:
     """Each group's most distinctive terms by class-based TF-IDF: the share of the group's papers that use
     a term, times log(1 + papers / papers using it anywhere). Only a term some title uses names a theme
     (titles hold what papers are about; abstracts' sentences also hold their verbs and connectives), unless
     none does; the topic's own words name none; a term must be used by two of the group's papers (when it
-    has two)."""
+    has two); a term used by more than `most_common` of all the papers names none (the map of a whole
+    conference: "neural", "language", "datasets" are in a fifth to a third of its abstracts)."""
     topical = content_stems(topic) | content_stems(topic.replace("-", " "))  # "mixture-of-experts": "experts" too
     held = [_terms(text, topical) for text in texts]
     titled = set().union(*(_terms(title, topical) for title in titles))
@@ -155,7 +158,7 @@ def distinctive_words(groups: list[list[int]], texts: list[str], topic: str, tit
         scores = {
             term: count / len(group) * math.log(1 + len(texts) / everywhere[term])
             for term, count in inside.items()
-            if count >= least
+            if count >= least and everywhere[term] <= most_common * len(texts)
         }
         ranked = sorted(scores, key=lambda term: (-scores[term], term))
         named.append(_without_overlap([term for term in ranked if term in titled] or ranked))

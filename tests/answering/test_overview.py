@@ -12,7 +12,7 @@ import re
 import pytest
 from conftest import settings_for
 
-from rag.answering.themes import MIN_PAPERS, OTHERS, silhouette
+from rag.answering.themes import MIN_PAPERS, OTHERS, distinctive_words, silhouette
 from rag.core.markup import plain_text
 from rag.service import RagService
 
@@ -100,6 +100,17 @@ def test_silhouette_prefers_the_grouping_that_separates():
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     assert silhouette(vectors, np.array([1, 1, 2, 2])) > 0.5 > silhouette(vectors, np.array([1, 2, 1, 2]))
     assert silhouette(vectors, np.array([1, 1, 1, 1])) == 0.0
+
+
+def test_a_term_most_papers_use_names_no_theme_when_a_map_says_so():
+    texts = [
+        "Neural graph networks for molecules", "Neural graph networks for proteins",
+        "Neural policy learning for robots", "Neural policy learning for games",
+    ]  # fmt: skip
+    groups, titles = [[0, 1], [2, 3]], [text.split(" for ")[0] for text in texts]
+    assert distinctive_words(groups, texts, "", titles)[0] == ["graph", "networks", "neural"]  # as overviews name
+    # the map's: "neural" is in all four texts, so it names no theme (a pair with it, used by two of them, may)
+    assert distinctive_words(groups, texts, "", titles, most_common=0.5) == [["graph", "networks"], ["neural policy"]]
 
 
 @pytest.mark.slow
