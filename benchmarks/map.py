@@ -41,7 +41,7 @@ def page_loads(
     saved as a PNG."""
     from playwright.sync_api import sync_playwright
 
-    from benchmarks.harness.servers import free_port
+    from harness.servers import free_port  # benchmarks/harness/, beside this script
     from ui.app import build_app, launch
 
     demo = build_app(service)
