@@ -169,7 +169,7 @@ class Ask:
         if self.kind is AskKind.WHAT:
             return 0
         if self.kind is AskKind.NAME and named:  # "what objective does RxnFlow train with": another name (GFlowNets)
-            return 1 if gives_name(without_name(sentence, named)) else 0
+            return 1 if gives_name(sentence, besides=named) else 0
         if self.kind is AskKind.NAME:  # the paper's own method, or another name it gives (GPT-4o, MMTD-Set)
             return 1 if introduces or gives_name(sentence) else 0
         if proposes and self.kind in (AskKind.MECHANISM, AskKind.REASON):
@@ -209,7 +209,7 @@ class Wants:
         if self.number:
             kind += 1 if NUMBER.search(sentence) else -1
         if self.name and named:
-            kind += 1 if gives_name(without_name(sentence, named)) else 0
+            kind += 1 if gives_name(sentence, besides=named) else 0
         elif self.name:
             kind += 1 if introduces else -1
         if self.result and RESULT_WORDS.search(sentence):
@@ -219,9 +219,10 @@ class Wants:
         return kind
 
 
-def gives_name(sentence: str) -> bool:
-    """Whether the sentence names something (GFlowNets, MMTD-Set, GPT-4o), not only a field's acronym (LMs)."""
-    return any(match.group(0) not in GENERIC for match in NAME.finditer(sentence))
+def gives_name(sentence: str, besides: str = "") -> bool:
+    """Whether the sentence names something (GFlowNets, MMTD-Set, GPT-4o), not only a field's acronym (LMs),
+    nor only the paper's own name `besides`."""
+    return any(match.group(0) not in GENERIC for match in NAME.finditer(without_name(sentence, besides)))
 
 
 def ask_kind(text: str) -> AskKind:

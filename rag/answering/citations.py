@@ -13,6 +13,7 @@ dropped when complete sentences come before it.
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -66,9 +67,8 @@ class CitationChecker:
         its valid markers, or the source that supports it best when it has none, and whether they do.
         A sentence's check doesn't depend on the others, so a stream checks them as they come."""
         plain = [MARKER.sub("", sentence).strip() for sentence in sentences]
-        support = self._support(
-            [unnamed(bare, sources) for bare in plain], sources
-        )  # [sentence, source] best similarity
+        names = {paper_name(source).lower() for source in sources}
+        support = self._support([unnamed(bare, names) for bare in plain], sources)  # [sentence, source] best similarity
         checks = []
         for i, (sentence, bare) in enumerate(zip(sentences, plain)):
             numbers = cited_numbers(sentence, len(sources))
@@ -95,12 +95,11 @@ class CitationChecker:
         return support
 
 
-def unnamed(sentence: str, sources: list[Source]) -> str:
-    """The sentence without the paper's name an extractive answer puts before a quote ("“Task-Adaptive
-    Pretrained Language Models via Clustered-Importance Sampling”: We also present …"): a long name
-    makes the quote read less like its own abstract, and no sentence of the abstract holds it."""
+def unnamed(sentence: str, names: AbstractSet[str]) -> str:
+    """The sentence without the paper's name (one of `names`, in lower case) an extractive answer puts before
+    a quote ("“Task-Adaptive Pretrained Language Models via Clustered-Importance Sampling”: We also present
+    …"): a long name makes the quote read less like its own abstract, and no sentence of the abstract holds it."""
     head, colon, rest = sentence.partition(": ")
-    names = {paper_name(source).lower() for source in sources}
     return rest if colon and rest and head.lower() in names else sentence
 
 

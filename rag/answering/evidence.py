@@ -175,15 +175,16 @@ class EvidencePicker:
             close = [e for e in firsts.values() if e is not best and self.passes(sources[e.number - 1])]
         else:
             widen = 2 if TWO_ASKS.search(question) else 1  # "what does X optimize, and on which tasks"
+            # "how many …?" is answered by numbers: a sentence without one doesn't join; nor does "The code is
+            # available at https://…", unless the code is asked for
+            numbers_only, code_asked = HOW_MUCH.match(question.strip()), ASKS_FOR_CODE.search(question)
             close = [
                 e
                 for e in scored[1:]
                 if e.score >= best.score - widen * self.margin(e, best)
                 and not repeats(e.sentence, said)
-                # "how many …?" is answered by numbers: a sentence without one doesn't join
-                and not (HOW_MUCH.match(question.strip()) and not NUMBER.search(e.sentence))
-                # nor does "The code is available at https://…", unless the code is asked for
-                and not (WEB_ADDRESS.search(e.sentence) and not ASKS_FOR_CODE.search(question))
+                and not (numbers_only and not NUMBER.search(e.sentence))
+                and not (WEB_ADDRESS.search(e.sentence) and not code_asked)
             ]
         return [best, *close][: self.answer.evidence_sentences]
 

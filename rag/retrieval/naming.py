@@ -107,11 +107,8 @@ def says_name(text: str, name: str) -> bool:
     parts = [unicodedata.normalize("NFKC", part.strip(" “”()")) for part in re.split(r" \(", name)]
     for part in filter(None, parts):
         for match in re.finditer(rf"(?<!\w){re.escape(part)}(?!\w)", text):
-            if (
-                is_proper_name(part)
-                or is_coined(part)
-                and text[: match.start()].rstrip()[-1:] not in ("", ".", "?", "!")
-            ):
+            mid_sentence = text[: match.start()].rstrip()[-1:] not in ("", ".", "?", "!")
+            if is_proper_name(part) or (is_coined(part) and mid_sentence):
                 return True
     return False
 
