@@ -230,6 +230,11 @@ class ExportFiles:
         return path
 
 
+# The page's own loading is not queued: a full queue (`ui.max_queue`) would turn it away, leaving the page
+# without its header or map and telling someone who asked nothing that the app is busy.
+PAGE_LOAD = {"queue": False}
+
+
 def build_app(service: RagService) -> gr.Blocks:
     """The chat app over `service`, its queue sized from `service.config.ui`. Launch it with `launch`."""
     settings = service.config.ui
@@ -285,10 +290,8 @@ def build_app(service: RagService) -> gr.Blocks:
         refresh(clear.click(handlers.clear, outputs=outputs, api_visibility="private", queue=False))
         clear_focus.click(cleared, inputs=[focus_for], outputs=[focus, focus_for], api_visibility="private", queue=False)
         chatbot.select(handlers.show_sources, inputs=[answers], outputs=[panel], api_visibility="private")
-        # The page's own loading is not queued: a full queue (`ui.max_queue`) would turn it away, leaving the
-        # page without its header or map and telling someone who asked nothing that the app is busy.
-        demo.load(handlers.header, outputs=[header], api_visibility="private", queue=False)
-        demo.load(**map_of | {"queue": False})  # beside the header, not after it: the model loads there
+        demo.load(handlers.header, outputs=[header], api_visibility="private", **PAGE_LOAD)
+        demo.load(**map_of | PAGE_LOAD)  # beside the header, not after it: the model loads there
         gr.api(handlers.ask, api_name="ask", concurrency_id="answer")
     demo.queue(default_concurrency_limit=settings.concurrency_limit, max_size=settings.max_queue)
     return demo
