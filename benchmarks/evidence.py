@@ -22,7 +22,8 @@ import itertools
 import json
 from pathlib import Path
 
-from rag.answering.evidence import EvidencePicker, extractive_answer, ranked
+from rag.answering.evidence import EvidencePicker, ranked
+from rag.answering.quoting import extractive_answer
 from rag.core.config import with_overrides
 from rag.core.types import Answer
 from rag.facts import contains_fact, missing_facts

@@ -131,7 +131,7 @@ class TokenCounter:
 
 def prompted(service: RagService, answer: Answer) -> list:
     """The sources as the model saw them: each with its evidence sentences only."""
-    from rag.answering.evidence import evidence_sources
+    from rag.answering.quoting import evidence_sources
 
     return evidence_sources(service.picker.pick(answer.standalone_question, answer.sources), answer.sources)
 

@@ -44,10 +44,10 @@ from rag.answering.asks import (
     split_asks,
     without_name,
 )
+from rag.answering.quoting import with_sentence_before
 from rag.core.config import AnswerConfig, RetrievalConfig
-from rag.core.markers import attach_marker, split_sentences
-from rag.core.markup import plain_text
-from rag.core.types import Passage, Source
+from rag.core.markers import split_sentences
+from rag.core.types import Source
 from rag.retrieval.naming import PROPOSAL, mentions, named_by, paper_name, says_name
 from rag.retrieval.refusal import refusal_reason
 from rag.retrieval.words import acronyms, content_stems, source_sentences, spelled_out
@@ -65,16 +65,6 @@ BACKGROUND = re.compile(
     r"been|revolutioni[sz]ed|transformed|crucial|essential|critical|important|fundamental))\b",
     re.IGNORECASE,
 )
-LEADING_LINK = re.compile(
-    r"^(however|moreover|furthermore|additionally|in addition|specifically|notably|importantly|"
-    r"in particular|consequently|therefore|thus|finally|to this end|then|first(ly)?|second(ly)?|next|meanwhile|"
-    r"more precisely|most notably|remarkably|in doing so|as a consequence|to achieve this|"
-    r"to (address|overcome|bridge|fill|tackle|solve|mitigate) (this|these)( \w+)?|"
-    r"(recognizing|motivated by|building on|based on) (this|these)( \w+)?|"
-    r"in this (paper|work|study)|here|overall|as a result|besides|also),\s+",
-    re.IGNORECASE,
-)
-
 WEB_ADDRESS = re.compile(r"https?://|www\.", re.I)
 ASKS_FOR_CODE = re.compile(
     r"\b(code|github|repository|repo|implementation|website|link|url|available|released?)\b", re.I
@@ -91,6 +81,7 @@ class Evidence:
     number: int  # the source's `[n]`
     sentence: str
     score: float
+    before: str = ""  # the sentence before it in its abstract, when it points back at that one ("It leverages …")
 
 
 class EvidencePicker:
@@ -118,8 +109,8 @@ class EvidencePicker:
                 return []
             name = paper_name(sources[scored[0].number - 1])
             named = name if focused or mentions(question, name) else ""
-            return self.for_each_ask(asks, scored[0].number, candidates, named)
-        return self.chosen(question, scored, sources, said)
+            return with_sentence_before(question, self.for_each_ask(asks, scored[0].number, candidates, named), sources)
+        return with_sentence_before(question, self.chosen(question, scored, sources, said), sources)
 
     def for_each_ask(
         self, asks: list[Ask], number: int, candidates: list[SentenceCandidate], named: str = ""
@@ -347,37 +338,3 @@ def covered(sentence: str, weights: dict[str, float]) -> float:
         return 0.0
     stems = content_stems(sentence)
     return sum(weight for stem, weight in weights.items() if stem in stems) / total
-
-
-def tidy(sentence: str) -> str:
-    """A quoted sentence fit to stand first: its LaTeX and Markdown read as text ('26\\%' as 26%),
-    no leading 'However,' and the like."""
-    sentence = LEADING_LINK.sub("", plain_text(sentence).strip())
-    return sentence[:1].upper() + sentence[1:] if sentence else sentence
-
-
-def extractive_answer(question: str, evidence: list[Evidence], sources: list[Source]) -> str:
-    """The evidence sentences, best first, tidied and cited; each paper named once when the
-    question and the sentence don't name it already."""
-    named: set[int] = set()
-    parts = []
-    for item in evidence:
-        sentence = tidy(item.sentence)
-        name = paper_name(sources[item.number - 1])
-        if item.number not in named and name and not mentions(f"{question} {sentence}", name):
-            sentence = f"{name[:1].upper() if name[1:2].islower() else name[:1]}{name[1:]}: {sentence}"
-        named.add(item.number)
-        parts.append(attach_marker(sentence, [item.number]))
-    return " ".join(parts)
-
-
-def evidence_sources(evidence: list[Evidence], sources: list[Source]) -> list[Source]:
-    """What the model is given: each source that holds evidence, with only its evidence sentences
-    rendered as they read (a model copies `$50,000$` badly), in the order the evidence ranks them. `renumbered` maps the model's `[n]` back."""
-    order = list(dict.fromkeys(item.number for item in evidence))
-    return [
-        sources[number - 1].with_passages(
-            [Passage(" ".join(plain_text(e.sentence) for e in evidence if e.number == number))]
-        )
-        for number in order
-    ]

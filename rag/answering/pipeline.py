@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterator
 from rag.answering.acceptance import Shortfall, key_tokens, left_out, news, shortfall
 from rag.answering.asks import HOW_MUCH
 from rag.answering.citations import CitationChecker, kept_text
-from rag.answering.evidence import Evidence, EvidencePicker, evidence_sources, extractive_answer
+from rag.answering.evidence import Evidence, EvidencePicker
 from rag.answering.providers import ExtractiveProvider, Provider
+from rag.answering.quoting import evidence_sources, extractive_answer
 from rag.answering.streaming import SentenceStream, quoted_checks, shown_text
 from rag.core.config import Settings
 from rag.core.errors import ModelError

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from langchain_core.embeddings import Embeddings
 
-from rag.answering.evidence import EvidencePicker, extractive_answer
+from rag.answering.evidence import EvidencePicker
 from rag.answering.prompts import (
     accept_rewrite,
     approximate_tokens,
@@ -32,6 +32,7 @@ from rag.answering.prompts import (
     format_history,
     format_sources,
 )
+from rag.answering.quoting import extractive_answer
 from rag.core.config import LLMConfig, ProviderName, Settings
 from rag.core.errors import ModelError, RagError, first_line
 from rag.core.types import Source

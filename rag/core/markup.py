@@ -48,7 +48,7 @@ DOLLAR = re.compile(r"(?<!\\)\$")  # a math delimiter, not an escaped dollar sig
 
 # What abstracts use beyond pylatexenc's defaults: the walker must know each macro's arguments,
 # the converter what text it stands for. Bold and italic become Markdown, handled with the rest.
-EXTRA_MACRO_ARGS = {"href": "{{", "citealp": "*[[{", "underline": "{", "textcolor": "{{", "color": "{"}
+EXTRA_MACRO_ARGS = {"href": "{{", "citealp": "*[[{", "underline": "{", "textcolor": "{{", "color": "{", "fontfamily": "{"}
 EXTRA_MACRO_ARGS |= {"tfrac": "{{", "dfrac": "{{"}
 # What each macro's last argument becomes (`{}`: its text), e.g. `\href{url}{text}` -> text.
 LAST_ARGUMENT = {
@@ -66,7 +66,7 @@ ABBREVIATIONS = {"ie": "i.e.", "eg": "e.g.", "etc": "etc.", "wrt": "w.r.t.", "et
 STYLE_MACROS = frozenset(
     "em bf it sc rm tt sf bm boldsymbol mathds operatorname displaystyle textstyle scriptstyle xspace "
     "left right big Big bigg Bigg bigl bigr Bigl Bigr biggl biggr limits nolimits "
-    "color small footnotesize large Large normalsize selectfont".split()
+    "color fontfamily small footnotesize large Large normalsize selectfont".split()
 )
 # Macros pylatexenc answers by reading a file (nothing, here): their text is what the author wrote.
 FILE_MACROS = frozenset({"input", "include"})

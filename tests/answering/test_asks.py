@@ -117,7 +117,8 @@ def test_a_sentence_holds_an_ask_of_its_kind_or_lacks_it():
 def test_each_ask_of_a_two_part_question_gets_its_own_sentence_in_the_order_asked(seeded, question, facts):
     answer = seeded.answer(question)
     sentences = split_sentences(answer.text)
-    assert not answer.refused and len(sentences) == len(split_asks(question))
+    # one sentence per ask, and at most one more: the sentence that one of them points back at ("It contains …")
+    assert not answer.refused and len(split_asks(question)) <= len(sentences) <= len(split_asks(question)) + 1
     where = [next(i for i, sentence in enumerate(sentences) if fact in sentence) for fact in facts]
     assert where == sorted(where)
     assert all(check.supported for check in answer.checks)

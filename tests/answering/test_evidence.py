@@ -6,15 +6,8 @@ import pytest
 
 from rag.answering.acceptance import key_tokens, news, set_aside
 from rag.answering.citations import foreign_words, renumbered, ungrounded, unnamed
-from rag.answering.evidence import (
-    Evidence,
-    EvidencePicker,
-    evidence_sources,
-    extractive_answer,
-    proposal_position,
-    repeats,
-    tidy,
-)
+from rag.answering.evidence import Evidence, EvidencePicker, proposal_position, repeats
+from rag.answering.quoting import POINTS_BACK, evidence_sources, extractive_answer, tidy, with_sentence_before
 from rag.core.config import AnswerConfig, RetrievalConfig
 from rag.core.markers import split_sentences
 from rag.core.types import SentenceCheck, Source
@@ -319,3 +312,52 @@ def test_a_follow_up_s_evidence_leads_with_its_best_sentence_and_adds_none_the_l
     said = f"RxnFlow: {alone[1]} [1]. RxnFlow: {alone[0]} [1]."
     after = [item.sentence for item in picker.pick(question, [RXNFLOW], said=said)]
     assert after[0] == alone[0] and alone[1] not in after and after[1:] == alone[2:]
+
+
+POTEC = Source.from_text(
+    "p8",
+    "Large Action Spaces via Two-Stage Policy Decomposition",
+    "Off-policy learning fails in large action spaces. To overcome these issues, we propose POTEC, a two-stage "
+    "algorithm. It leverages clustering in the action space. This makes it fast. Experiments show large gains. "
+    "They hold on every benchmark.",
+    0.5,
+)
+LEVERAGES = "It leverages clustering in the action space."
+
+
+def test_a_sentence_that_points_back_is_quoted_after_the_sentence_before_it():
+    question = "How does POTEC handle large action spaces?"
+    evidence = [Evidence(1, LEVERAGES, 1.0), Evidence(1, "Experiments show large gains.", 0.9)]
+    read = with_sentence_before(question, evidence, [POTEC])
+    assert read[0].before == "To overcome these issues, we propose POTEC, a two-stage algorithm."
+    assert read[1] == evidence[1]
+    assert extractive_answer(question, read, [POTEC]) == (
+        "We propose POTEC, a two-stage algorithm [1]. It leverages clustering in the action space [1]. "
+        "Experiments show large gains [1]."
+    )
+    # the model is given it too, in the abstract's order
+    assert evidence_sources(read, [POTEC])[0].text.startswith("To overcome these issues, we propose POTEC")
+
+
+def test_only_one_sentence_before_is_added_and_only_where_it_is_needed():
+    both = [Evidence(1, "This makes it fast.", 1.0), Evidence(1, LEVERAGES, 0.9)]
+    read = with_sentence_before("How does POTEC work?", both, [POTEC])
+    assert read[0].before == ""  # the sentence "This" points back at is in the answer already
+    assert read[1].before.startswith("To overcome these issues")
+    two = [Evidence(1, LEVERAGES, 1.0), Evidence(1, "They hold on every benchmark.", 0.9)]
+    read = with_sentence_before("How does POTEC work?", two, [POTEC])
+    assert read[0].before and not read[1].before  # one sentence before at most: the answer grows by one
+    fast = [Evidence(1, "This makes it fast.", 1.0)]
+    assert with_sentence_before("How fast is POTEC?", fast, [POTEC]) == fast  # "It leverages …" points back too
+    # a "how many" answer is its number; "This paper …" and "It is known that …" point nowhere
+    assert with_sentence_before("How many stages does POTEC have?", both[:1], [POTEC]) == both[:1]
+    assert not POINTS_BACK.match("This paper proposes POTEC.") and not POINTS_BACK.match("It is known that X.")
+    assert POINTS_BACK.match("These results show gains.") and POINTS_BACK.match("Its policy is fast.")
+
+
+def test_a_seed_answer_quotes_it_contains_after_what_it_is(seeded):
+    answer = seeded.answer("What does XLand-100B contain?")
+    sentences = [check.text for check in answer.checks]
+    contains = next(i for i, text in enumerate(sentences) if text.startswith("It contains complete learning"))
+    assert contains and sentences[contains - 1].startswith("We present XLand-100B")
+    assert all(check.supported for check in answer.checks)

@@ -86,6 +86,8 @@ def test_markdown_emphasis_becomes_emphasis_only_at_word_boundaries():
             "AugCLIP (smith2020) i.e. fast, see code",
         ),
         (r"we name it \model{} and $\mathbb{R}^{d}$", r"we name it \model and ℝ^d"),  # an author's macro stays
+        # a font switch styles what follows (Open-CK's abstract: it read "the \fontfamilylmtt*supercomputer*")
+        (r"the {\fontfamily{lmtt}\selectfont \textit{supercomputer}} support", "the supercomputer support"),
     ],
 )
 def test_latex_corner_cases_read_as_meant(raw, shown):

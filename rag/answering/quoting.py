@@ -1,0 +1,94 @@
+"""The evidence as an answer quotes it: each sentence tidied to stand first, after the sentence before it
+when it points back at that one ("It leverages …"), its paper named once, cited; and the same sentences as
+the model is given them (evidence.py picks them)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from rag.answering.asks import HOW_MUCH
+from rag.core.markers import attach_marker
+from rag.core.markup import plain_text
+from rag.core.types import Passage, Source
+from rag.retrieval.naming import mentions, paper_name
+from rag.retrieval.words import source_sentences
+
+if TYPE_CHECKING:
+    from rag.answering.evidence import Evidence
+
+LEADING_LINK = re.compile(
+    r"^(however|moreover|furthermore|additionally|in addition|specifically|notably|importantly|"
+    r"in particular|consequently|therefore|thus|finally|to this end|then|first(ly)?|second(ly)?|next|meanwhile|"
+    r"more precisely|most notably|remarkably|in doing so|as a consequence|to achieve this|"
+    r"to (address|overcome|bridge|fill|tackle|solve|mitigate) (this|these)( \w+)?|"
+    r"(recognizing|motivated by|building on|based on) (this|these)( \w+)?|"
+    r"in this (paper|work|study)|here|overall|as a result|besides|also),\s+",
+    re.IGNORECASE,
+)
+
+# A sentence that opens by pointing back at the one before it ("It leverages clustering …", "This pattern
+# highlights …") can't be read alone; not "This paper …" or "It is known that …". (A link such as "To this end,"
+# is dropped when the sentence is quoted: `tidy`.)
+POINTS_BACK = re.compile(
+    r"^(?!(this|these) (paper|work|study|article|survey)s?\b)(?!it (is|was|remains) \w+ (to|that)\b)"
+    r"(it|its|this|these|they|their|such)\b",
+    re.I,
+)
+
+
+def with_sentence_before(question: str, evidence: list[Evidence], sources: list[Source]) -> list[Evidence]:
+    """The evidence, its first sentence that points back at the one before it (`POINTS_BACK`) with that one as
+    its `before`: "It leverages clustering …" reads after "We propose POTEC, a two-stage algorithm". One such
+    sentence at most, so an answer is at most one sentence longer. Not when the evidence holds the sentence
+    before already or that one points back too, nor when the sentence names its paper ("This enables RxnFlow
+    to …"), nor for a "how many" question, whose number is the answer."""
+    if HOW_MUCH.match(question.strip()):
+        return evidence
+    held = {(item.number, item.sentence) for item in evidence}
+    for place, item in enumerate(evidence):
+        sentences = source_sentences(sources[item.number - 1])
+        at = sentences.index(item.sentence) if item.sentence in sentences else 0
+        if not at or (item.number, sentences[at - 1]) in held or not POINTS_BACK.match(tidy(item.sentence)):
+            continue
+        if POINTS_BACK.match(tidy(sentences[at - 1])):  # "These systems …" before "This is …": no better alone
+            continue
+        if not mentions(item.sentence, paper_name(sources[item.number - 1])):
+            return [*evidence[:place], replace(item, before=sentences[at - 1]), *evidence[place + 1 :]]
+    return evidence
+
+
+def tidy(sentence: str) -> str:
+    """A quoted sentence fit to stand first: its LaTeX and Markdown read as text ('26\\%' as 26%),
+    no leading 'However,' and the like."""
+    sentence = LEADING_LINK.sub("", plain_text(sentence).strip())
+    return sentence[:1].upper() + sentence[1:] if sentence else sentence
+
+
+def extractive_answer(question: str, evidence: list[Evidence], sources: list[Source]) -> str:
+    """The evidence sentences, best first, tidied and cited, each after the sentence it points back at
+    (`Evidence.before`); each paper named once when the question and the sentences don't name it already."""
+    named: set[int] = set()
+    parts = []
+    for item in evidence:
+        said = [tidy(item.before), plain_text(item.sentence)] if item.before else [tidy(item.sentence)]
+        name = paper_name(sources[item.number - 1])
+        if item.number not in named and name and not mentions(f"{question} {' '.join(said)}", name):
+            said[0] = f"{name[:1].upper() if name[1:2].islower() else name[:1]}{name[1:]}: {said[0]}"
+        named.add(item.number)
+        parts += [attach_marker(sentence, [item.number]) for sentence in said]
+    return " ".join(parts)
+
+
+def evidence_sources(evidence: list[Evidence], sources: list[Source]) -> list[Source]:
+    """What the model is given: each source that holds evidence, with only its evidence sentences (each after
+    its `before`) rendered as they read (a model copies `$50,000$` badly), in the order the evidence ranks
+    them. `renumbered` maps the model's `[n]` back."""
+    order = list(dict.fromkeys(item.number for item in evidence))
+    return [
+        sources[number - 1].with_passages(
+            [Passage(" ".join(plain_text(f"{e.before} {e.sentence}".strip()) for e in evidence if e.number == number))]
+        )
+        for number in order
+    ]
