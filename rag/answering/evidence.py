@@ -158,6 +158,10 @@ class EvidencePicker:
         """The sentences `pick` keeps of those scored, best first; none close to the best that was `said` already."""
         if not scored or scored[0].score < self.answer.min_sentence_score:
             return []
+        numbers_only = HOW_MUCH.match(question.strip())
+        if numbers_only and not NUMBER.search(scored[0].sentence):  # "how many …?": its paper's best number leads
+            counted = next((e for e in scored if e.number == scored[0].number and NUMBER.search(e.sentence)), None)
+            scored = [counted, *(e for e in scored if e is not counted)] if counted else scored
         best = scored[0]
         if SEVERAL.search(question):  # each paper that passed refusal on its own gets its best sentence
             firsts: dict[int, Evidence] = {}
@@ -168,7 +172,7 @@ class EvidencePicker:
             widen = 2 if TWO_ASKS.search(question) else 1  # "what does X optimize, and on which tasks"
             # "how many …?" is answered by numbers: a sentence without one doesn't join; nor does "The code is
             # available at https://…", unless the code is asked for
-            numbers_only, code_asked = HOW_MUCH.match(question.strip()), ASKS_FOR_CODE.search(question)
+            code_asked = ASKS_FOR_CODE.search(question)
             close = [
                 e
                 for e in scored[1:]

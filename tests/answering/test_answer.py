@@ -93,6 +93,15 @@ def test_the_readme_follow_up_states_the_benchmark_not_the_previous_answer_again
     assert not any(check.text in first.text for check in follow.checks), (first.text, follow.text)
 
 
+def test_the_readme_conversation_answers_how_many_players_with_the_number(seeded):
+    """docs/examples/hanabi-conversation.txt's third question: "how many" is answered by the abstract's number (it
+    was "Our agent is the first that can play all game settings…", which scored higher and has none)."""
+    first = seeded.answer("Which agent plays Hanabi with unfamiliar partners?")
+    second = seeded.answer("What benchmark did they use?", history=[Turn.of(first)])
+    third = seeded.answer("How many players does that game take?", history=[Turn.of(first), Turn.of(second)])
+    assert "2-to-5 player" in third.checks[0].text and third.focus == first.cited[:1]
+
+
 def test_a_follow_up_about_its_paper_reads_as_naming_it(seeded):
     """A follow-up "What objective does it train with?" after RxnFlow asks for another name than RxnFlow's own, as
     "What objective does RxnFlow train with?" does; and "how well" adds no "code is available at" sentence."""
