@@ -37,12 +37,12 @@ def key_tokens(question: str, evidence: list[Evidence], sources: list[Source]) -
 def left_out(question: str, evidence: list[Evidence], sources: list[Source], checks: list[SentenceCheck]) -> list[Evidence]:
     """The evidence sentences to add after a model's answer that falls short, in the order asked: for a
     question of several asks answered one sentence each, those of the asks whose key tokens it leaves
-    out; otherwise every evidence sentence. Those it says already are left out (quoting one again would
-    repeat it)."""
+    out; otherwise, or when none of its sentences was shown, every evidence sentence. Those it says
+    already are left out (quoting one again would repeat it)."""
     said = " ".join(check.text for check in checks)
     asks = split_asks(question)
     missed = []
-    if 1 < len(asks) == len(evidence):
+    if checks and 1 < len(asks) == len(evidence):
         missed = [
             item
             for ask, item in zip(asks, evidence)

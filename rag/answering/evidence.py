@@ -58,6 +58,8 @@ SEVERAL = re.compile(
     r"\b(papers|works|methods|approaches|studies)\b",
     re.I,
 )
+# What the authors did ("We reformulate the task using text, as language has been shown to …"): never background.
+OWN_WORK = re.compile(r"^(we|our)\b", re.I)
 TWO_ASKS = re.compile(r"\band\s+(what|which|how|why|where|when|on which|in which|for which|to what)\b", re.I)
 BACKGROUND = re.compile(
     r"^(recent(ly)?|despite|while|although|in recent years|existing|current|traditional|however|"
@@ -293,7 +295,7 @@ def ranked(candidates: list[SentenceCandidate], config: AnswerConfig) -> list[Ev
 def is_background(position: int, sentence: str) -> bool:
     """True for an abstract's opening sentence, or one that opens like background ("Recent …",
     "X has achieved …"): what an abstract says before it says what the paper does."""
-    return position == 0 or bool(BACKGROUND.match(sentence))
+    return position == 0 or (bool(BACKGROUND.match(sentence)) and not OWN_WORK.match(sentence))
 
 
 def proposal_position(source: Source) -> int:

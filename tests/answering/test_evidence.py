@@ -6,7 +6,7 @@ import pytest
 
 from rag.answering.acceptance import key_tokens, news, set_aside
 from rag.answering.citations import foreign_words, renumbered, ungrounded, unnamed
-from rag.answering.evidence import Evidence, EvidencePicker, proposal_position, repeats
+from rag.answering.evidence import Evidence, EvidencePicker, is_background, proposal_position, repeats
 from rag.answering.quoting import POINTS_BACK, evidence_sources, extractive_answer, tidy, with_sentence_before
 from rag.core.config import AnswerConfig, RetrievalConfig
 from rag.core.markers import split_sentences
@@ -361,3 +361,10 @@ def test_a_seed_answer_quotes_it_contains_after_what_it_is(seeded):
     contains = next(i for i, text in enumerate(sentences) if text.startswith("It contains complete learning"))
     assert contains and sentences[contains - 1].startswith("We present XLand-100B")
     assert all(check.supported for check in answer.checks)
+
+
+def test_what_the_authors_did_is_not_background():
+    assert is_background(0, "We study ranking.")  # an abstract's first sentence is
+    assert is_background(3, "Large language models have shown strong reasoning.")
+    assert not is_background(6, "We reformulate the task using text, as language has been shown to improve transfer.")
+    assert not is_background(6, "Our agent is the first that can play all game settings.")
