@@ -11,6 +11,7 @@ from rag.answering.quoting import POINTS_BACK, evidence_sources, extractive_answ
 from rag.core.config import AnswerConfig, RetrievalConfig
 from rag.core.markers import split_sentences
 from rag.core.types import SentenceCheck, Source
+from rag.retrieval.focus import Turn
 from rag.retrieval.naming import named_by, paper_name
 from rag.retrieval.words import acronyms, spelled_out
 
@@ -355,12 +356,16 @@ def test_only_one_sentence_before_is_added_and_only_where_it_is_needed():
     assert POINTS_BACK.match("These results show gains.") and POINTS_BACK.match("Its policy is fast.")
 
 
-def test_a_seed_answer_quotes_it_contains_after_what_it_is(seeded):
-    answer = seeded.answer("What does XLand-100B contain?")
-    sentences = [check.text for check in answer.checks]
-    contains = next(i for i, text in enumerate(sentences) if text.startswith("It contains complete learning"))
-    assert contains and sentences[contains - 1].startswith("We present XLand-100B")
-    assert all(check.supported for check in answer.checks)
+def test_a_seed_follow_up_quotes_their_after_what_they_are(seeded):
+    """It was "Bright ending (BE): Their inherent tendency to memorize and replicate training data …": whose?"""
+    first = seeded.answer("What is the bright ending anomaly?")
+    follow = seeded.answer(
+        "What concern about replicating training data does the paper mention?", history=[Turn.of(first)]
+    )
+    sentences = [check.text for check in follow.checks]
+    their = next(i for i, text in enumerate(sentences) if "inherent tendency to memorize" in text)
+    assert their and "Text-to-image diffusion models have achieved" in sentences[their - 1]
+    assert all(check.supported for check in follow.checks) and "copyright infringement" in follow.text
 
 
 def test_what_the_authors_did_is_not_background():
