@@ -61,7 +61,8 @@ def asked_numbers(question: str, sentence: str) -> list[str]:
 
 
 def news(question: str, evidence: list[Evidence]) -> set[str]:
-    """The best sentence's content words (stems) that the question lacks: what it tells the asker.
+    """The best sentence's content words (stems) that the question lacks, with those of the sentence it points
+    back at ("We propose POTEC, a two-stage algorithm. It leverages …"): what it tells the asker.
     Empty for a "how many" question, whose asked numbers (its key tokens) are the whole answer. For a
     question of several asks answered one sentence each, the news of each sentence for its ask."""
     asks = split_asks(question)
@@ -69,7 +70,8 @@ def news(question: str, evidence: list[Evidence]) -> set[str]:
         return set().union(*(news(ask.text, [item]) for ask, item in zip(asks, evidence))) - content_stems(question)
     if not evidence or HOW_MUCH.search(question):
         return set()
-    return content_stems(evidence[0].sentence) - content_stems(question)
+    best = evidence[0]  # with the sentence it points back at, when it does: the two read as one
+    return content_stems(f"{best.before} {best.sentence}") - content_stems(question)
 
 
 @dataclass(frozen=True)

@@ -38,17 +38,19 @@ from rag.answering.asks import (
     HOW_MUCH,
     NUMBER,
     Ask,
+    AskKind,
     Wants,
     best_assignment,
     hand_ask_score,
     split_asks,
     without_name,
 )
-from rag.answering.quoting import with_sentence_before
+from rag.answering.background import is_background, proposal_position, work_start
+from rag.answering.quoting import with_earlier_steps, with_sentence_before
 from rag.core.config import AnswerConfig, RetrievalConfig
 from rag.core.markers import split_sentences
 from rag.core.types import Source
-from rag.retrieval.naming import PROPOSAL, mentions, named_by, paper_name, says_name
+from rag.retrieval.naming import mentions, named_by, paper_name, says_name
 from rag.retrieval.refusal import refusal_reason
 from rag.retrieval.words import acronyms, content_stems, source_sentences, spelled_out
 
@@ -58,15 +60,7 @@ SEVERAL = re.compile(
     r"\b(papers|works|methods|approaches|studies)\b",
     re.I,
 )
-# What the authors did ("We reformulate the task using text, as language has been shown to …"): never background.
-OWN_WORK = re.compile(r"^(we|our)\b", re.I)
 TWO_ASKS = re.compile(r"\band\s+(what|which|how|why|where|when|on which|in which|for which|to what)\b", re.I)
-BACKGROUND = re.compile(
-    r"^(recent(ly)?|despite|while|although|in recent years|existing|current|traditional|however|"
-    r"[^.]{0,80}?\b(have|has|is|are)( \w+ly)? (achieved|shown|demonstrated|become|emerged|gained|attracted|"
-    r"been|revolutioni[sz]ed|transformed|crucial|essential|critical|important|fundamental))\b",
-    re.IGNORECASE,
-)
 WEB_ADDRESS = re.compile(r"https?://|www\.", re.I)
 ASKS_FOR_CODE = re.compile(
     r"\b(code|github|repository|repo|implementation|website|link|url|available|released?)\b", re.I
@@ -112,7 +106,27 @@ class EvidencePicker:
             name = paper_name(sources[scored[0].number - 1])
             named = name if focused or mentions(question, name) else ""
             return with_sentence_before(question, self.for_each_ask(asks, scored[0].number, candidates, named), sources)
-        return with_sentence_before(question, self.chosen(question, scored, sources, said), sources)
+        chosen = self.chosen(question, scored, sources, said)
+        how = Wants.of(question).how_or_why
+        if how:  # "how does X work": a sentence that says how, and a method's steps from the first
+            chosen = self.saying_how(chosen, candidates)
+            if how.kind is AskKind.MECHANISM:
+                chosen = with_earlier_steps(chosen, sources, self.answer.evidence_sentences)
+        return with_sentence_before(question, chosen, sources)
+
+    def saying_how(self, chosen: list[Evidence], candidates: list[SentenceCandidate]) -> list[Evidence]:
+        """For a one-ask "how/why" question: the chosen sentences and, when none of them says how or why, the
+        answering paper's best sentence that does, not background ("Our approach involves three key innovations:
+        (1) a sparse-grid Stein derivative estimator …" after "This paper proposes a … back-propagation-free
+        framework"), in place of the last when there are as many as an answer has."""
+        kinds = {(c.number, c.sentence): c.kind for c in candidates}
+        if not chosen or any(kinds.get((e.number, e.sentence), 0) > 0 for e in chosen):
+            return chosen
+        own = [c for c in candidates if c.number == chosen[0].number and c.kind > 0 and not c.background]
+        ways = ranked(own, self.answer)
+        if not ways or ways[0].score < self.answer.min_sentence_score:
+            return chosen
+        return [*chosen[: self.answer.evidence_sentences - 1], ways[0]]
 
     def for_each_ask(
         self, asks: list[Ask], number: int, candidates: list[SentenceCandidate], named: str = ""
@@ -229,6 +243,7 @@ class EvidencePicker:
         wants = Wants.of(question)
         asked = content_stems(question)
         proposals = {number: proposal_position(sources[number - 1]) for number in numbers}
+        starts = {number: work_start(sources[number - 1], proposals[number]) for number in numbers}
         # Places below the first source; a paper the question names counts as first.
         ranks = {number: 0 if says_name(question, names[number]) else number - 1 for number in numbers}
         candidates = []
@@ -236,7 +251,7 @@ class EvidencePicker:
             introduces = position == proposals[number] or mentions(sentence, names[number])
             kind = wants.kind(sentence, introduces, position == proposals[number], given.get(number, ""))
             proposal = introduces and not wants.number and not named and not wants.name
-            background = position < proposals[number] or is_background(position, sentence)
+            background = position < starts[number] or is_background(position, sentence)
             candidates.append(
                 SentenceCandidate(
                     number,
@@ -290,22 +305,6 @@ def ranked(candidates: list[SentenceCandidate], config: AnswerConfig) -> list[Ev
     """The candidates scored under `config`, best first."""
     evidence = [Evidence(c.number, c.sentence, c.score(config)) for c in candidates]
     return sorted(evidence, key=lambda e: -e.score)
-
-
-def is_background(position: int, sentence: str) -> bool:
-    """True for an abstract's opening sentence, or one that opens like background ("Recent …",
-    "X has achieved …"): what an abstract says before it says what the paper does."""
-    return position == 0 or (bool(BACKGROUND.match(sentence)) and not OWN_WORK.match(sentence))
-
-
-def proposal_position(source: Source) -> int:
-    """Where the abstract says what it proposes ('We introduce …'); what comes before is background.
-    -1 when it never says so, or when the passages given don't start at the abstract's beginning."""
-    first = source.passages[0].span if source.passages else None
-    if first and first.start != 0:
-        return -1
-    sentences = source_sentences(source)
-    return next((i for i, sentence in enumerate(sentences) if PROPOSAL.search(sentence)), -1)
 
 
 def rarity_weights(question: str, sentences: list[str], ignore: AbstractSet[str] = frozenset()) -> dict[str, float]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from rag.answering.evidence import is_background
+from rag.answering.background import is_background
 from rag.answering.overview import overview_answer
 from rag.core.config import RetrievalConfig, Settings
 from rag.core.errors import InputError

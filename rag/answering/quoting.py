@@ -38,6 +38,15 @@ POINTS_BACK = re.compile(
 )
 
 
+# The steps of a method told stage by stage: "In the first stage, …", "In the second stage, …", "Finally, …".
+ORDINAL = r"(first|second|third|fourth|fifth|final|last)"
+STEP = re.compile(rf"^(in the {ORDINAL} (stage|step|phase)\b|{ORDINAL}(ly)?,|then,|next,)", re.I)
+FIRST_STEP = re.compile(r"^(in the first (stage|step|phase)\b|first(ly)?,)", re.I)
+LATER_STEP = re.compile(
+    r"^(in the (second|third|fourth|fifth|final|last) (stage|step|phase)\b|(second|third|fourth)(ly)?,)", re.I
+)
+
+
 def with_sentence_before(question: str, evidence: list[Evidence], sources: list[Source]) -> list[Evidence]:
     """The evidence, its first sentence that points back at the one before it (`POINTS_BACK`) with that one as
     its `before`: "It leverages clustering …" reads after "We propose POTEC, a two-stage algorithm". One such
@@ -57,6 +66,27 @@ def with_sentence_before(question: str, evidence: list[Evidence], sources: list[
         if not mentions(item.sentence, paper_name(sources[item.number - 1])):
             return [*evidence[:place], replace(item, before=sentences[at - 1]), *evidence[place + 1 :]]
     return evidence
+
+
+def with_earlier_steps(evidence: list[Evidence], sources: list[Source], most: int) -> list[Evidence]:
+    """For a "how does X work" question: the evidence, or when a sentence of it is a later step of a method told
+    stage by stage ("In the third stage, we align …"), the steps up to that one in the abstract's order first
+    ("In the first stage, we train a Mask-VAE … In the second stage, we leverage an improved Diffusion Transformer
+    …"), `most` sentences in all: the first steps and that one. Each step keeps that sentence's score."""
+    step = next((item for item in evidence if LATER_STEP.match(item.sentence)), None)
+    if step is None:
+        return evidence
+    sentences = source_sentences(sources[step.number - 1])
+    at = sentences.index(step.sentence) if step.sentence in sentences else 0
+    start = at
+    while start > 0 and STEP.match(sentences[start - 1]) and not FIRST_STEP.match(sentences[start]):
+        start -= 1
+    if not FIRST_STEP.match(sentences[start]):
+        return evidence
+    chain = sentences[start : at + 1]
+    chain = chain if len(chain) <= most else [*chain[: most - 1], chain[-1]]
+    steps = [replace(step, sentence=sentence) for sentence in chain]
+    return [*steps, *(item for item in evidence if item.sentence not in chain)][:most]
 
 
 def tidy(sentence: str) -> str:

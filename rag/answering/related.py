@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rag.answering.evidence import is_background
+from rag.answering.background import is_background
 from rag.core.config import checked_k
 from rag.core.errors import InputError
 from rag.core.filters import Filters

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rag.answering.evidence import is_background
+from rag.answering.background import is_background
 from rag.core.markup import plain_text
 from rag.core.text import SEARCH_STOPWORDS
 from rag.core.types import Source

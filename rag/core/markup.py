@@ -45,6 +45,9 @@ STAR_EMPHASIS = re.compile(r"(?<![\w*\\])\*(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?![
 UNDERSCORE_EMPHASIS = re.compile(r"(?<![\w\\])_(?=[^\s_])([^_\n]+?)(?<=[^\s_])_(?!\w)")
 SPACES = re.compile(r"[ \t]{2,}")
 DOLLAR = re.compile(r"(?<!\\)\$")  # a math delimiter, not an escaped dollar sign
+# A macro before a group that holds text (`\\edit{new text}`, `\\fan{ Specifically, …}`): of an author's own,
+# an edit or highlight mark, only the text is read. One before an empty group (`\\method{}`) is a name.
+MACRO_ON_TEXT = re.compile(r"(?<!\\)((?:\\\\)*)\\([A-Za-z]+)(?=\{\s*[^\s}])")
 
 # What abstracts use beyond pylatexenc's defaults: the walker must know each macro's arguments,
 # the converter what text it stands for. Bold and italic become Markdown, handled with the rest.
@@ -62,7 +65,8 @@ LAST_ARGUMENT = {
 # Authors' abbreviations; LaTeX swallows the space after a macro's name, so it is put back.
 ABBREVIATIONS = {"ie": "i.e.", "eg": "e.g.", "etc": "etc.", "wrt": "w.r.t.", "etal": "et al."}
 # Standard LaTeX that pylatexenc doesn't list, which only styles or sizes what follows: dropped.
-# Any other macro it doesn't know is an author's own (`\model`, `\method`), shown as written.
+# Any other macro it doesn't know is an author's own: a name (`\model`, `\method{}`), shown as written, or an edit
+# or highlight mark around text (`\edit{new text}`), read as that text (`MACRO_ON_TEXT`).
 STYLE_MACROS = frozenset(
     "em bf it sc rm tt sf bm boldsymbol mathds operatorname displaystyle textstyle scriptstyle xspace "
     "left right big Big bigg Bigg bigl bigr Bigl Bigr biggl biggr limits nolimits "
@@ -107,6 +111,7 @@ def latex_to_text(text: str) -> str:
     prepared = UNESCAPED.sub(r"\1\\\2", DOUBLED.sub("\\\\", TILDE_AS_TEXT.sub(TILDE, text)))
     prepared = with_stray_braces_escaped(prepared)
     walker_context, converter = latex_converter()
+    prepared = MACRO_ON_TEXT.sub(lambda match: match.group(0) if known(match.group(2)) else match.group(1), prepared)
     try:
         nodes, _, _ = LatexWalker(prepared, latex_context=walker_context, tolerant_parsing=True).get_latex_nodes()
         converted = converter.nodelist_to_text(nodes)
@@ -114,6 +119,13 @@ def latex_to_text(text: str) -> str:
         return text
     # Leading and trailing spaces are kept: callers convert the pieces of text between `[n]` markers.
     return SPACES.sub(" ", converted.replace("\xa0", " ").replace(TILDE, "~"))
+
+
+def known(macro: str) -> bool:
+    """Whether the converter has text for the macro, or drops it as style: an author's own macro it has not."""
+    if macro in STYLE_MACROS or macro in FILE_MACROS:
+        return True
+    return latex_converter()[1].latex_context.get_macro_spec(macro) is not None
 
 
 def with_stray_braces_escaped(text: str) -> str:

@@ -22,6 +22,8 @@ PROPOSAL = re.compile(
 )
 TERMED = re.compile(r"\b(?:called|termed|named|dubbed|coined)\s+([A-Z][\w-]*(?:\s+[A-Z][\w-]*){0,4})")
 ACRONYM = re.compile(r"\(([A-Za-z][\w-]*[A-Z0-9][\w-]*)\)")
+# A compound that describes rather than names: "a completely back-propagation-free (BP-free) framework".
+DESCRIBES = re.compile(r"-(free|based|aware|agnostic|efficient|friendly|guided|driven|invariant|equivariant)$", re.I)
 
 
 def paper_name(source: Source) -> str:
@@ -46,7 +48,7 @@ def paper_name(source: Source) -> str:
 def proposed_name(after: str) -> str:
     """The name in the words after 'we propose': 'Long Form (ACR)', or the first name-like word."""
     acronym = ACRONYM.search(after[:100])
-    if acronym and acronym.group(1) not in GENERIC:
+    if acronym and is_name(acronym.group(1)):
         before = re.split(r",|\b(?:called|termed|named|dubbed|coined)\b", after[: acronym.start()])[-1]
         words = [word.strip("\"'“”‘’") for word in MARKUP.sub("", before).split()]  # 'a "bright ending" (BE)'
         while words and words[0].lower() in ("a", "an", "the", "novel", "new"):
@@ -61,9 +63,14 @@ def proposed_name(after: str) -> str:
     if termed:
         return termed.group(1)
     first = re.match(r"\s*([A-Z][\w-]+)\s*[,:(]", after)  # "We present Finedefics, an MLLM …"
-    if first and first.group(1) not in GENERIC:
+    if first and is_name(first.group(1)):
         return first.group(1)
-    return next((m.group(0) for m in NAME.finditer(after[:60]) if m.group(0) not in GENERIC), "")
+    return next((m.group(0) for m in NAME.finditer(after[:60]) if is_name(m.group(0))), "")
+
+
+def is_name(word: str) -> bool:
+    """Whether a name-like word names a method: not a field's acronym (LLMs), not a description (BP-free)."""
+    return word not in GENERIC and not DESCRIBES.search(word)
 
 
 def is_stand_in(title: str, source: Source) -> bool:

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from rag.answering.acceptance import key_tokens, news, set_aside
+from rag.answering.background import is_background, proposal_position
 from rag.answering.citations import foreign_words, renumbered, ungrounded, unnamed
-from rag.answering.evidence import Evidence, EvidencePicker, is_background, proposal_position, repeats
-from rag.answering.quoting import POINTS_BACK, evidence_sources, extractive_answer, tidy, with_sentence_before
+from rag.answering.evidence import Evidence, EvidencePicker, repeats
+from rag.answering.quoting import (
+    POINTS_BACK,
+    evidence_sources,
+    extractive_answer,
+    tidy,
+    with_earlier_steps,
+    with_sentence_before,
+)
 from rag.core.config import AnswerConfig, RetrievalConfig
 from rag.core.markers import split_sentences
 from rag.core.types import SentenceCheck, Source
@@ -51,6 +61,15 @@ def test_the_paper_name_comes_from_the_title_or_from_what_the_abstract_proposes(
         0.5,
     )
     assert paper_name(anomaly) == "bright ending (BE)"
+    # a compound that describes the framework is no name: the title stands for it
+    described = Source.from_text(
+        "p8",
+        "Scalable Back-Propagation-Free Training of Optical PINNs",
+        "PINNs are hard to train on chips. This paper proposes a completely back-propagation-free (BP-free) and "
+        "scalable framework. It uses an LLM-based planner.",
+        0.5,
+    )
+    assert paper_name(described) == "“Scalable Back-Propagation-Free Training of Optical PINNs”"
 
 
 def test_an_abstract_s_acronyms_are_spelled_out_for_the_words_a_sentence_holds():
@@ -373,3 +392,123 @@ def test_what_the_authors_did_is_not_background():
     assert is_background(3, "Large language models have shown strong reasoning.")
     assert not is_background(6, "We reformulate the task using text, as language has been shown to improve transfer.")
     assert not is_background(6, "Our agent is the first that can play all game settings.")
+
+
+def test_what_the_authors_do_or_find_before_their_proposal_sentence_is_not_background(embeddings):
+    """CraftRTL's "To address these limitations, we enhance data curation by creating correct-by-construction
+    data …" comes before "Additionally, we introduce …", and was background by its place; so was "We show that
+    the MLM's objective implicitly learns a formal context …". What the authors find about earlier work before
+    their proposal still is ("We show that current models …"), and so is what the paper studies ("This paper
+    studies off-policy evaluation from …")."""
+    source = Source.from_text(
+        "p9",
+        "Synthetic Data for Verilog",
+        "Code models are strong. We show that current models fail on diagrams. To address these limitations, we "
+        "create correct-by-construction data. Additionally, we introduce an error-report framework.",
+        0.5,
+    )
+    picker = EvidencePicker(embeddings, AnswerConfig(), RetrievalConfig(min_evidence=0))
+    background = {c.sentence.split()[0]: c.background for c in picker.candidates("How is the data made?", [source])}
+    assert background == {"Code": True, "We": True, "To": False, "Additionally,": False}
+    # the authors' own finding, before their proposal, is not background either
+    lattices = Source.from_text(
+        "p12",
+        "From Tokens to Lattices",
+        "Language models encode concepts. Prior work relies on human-defined concepts. We show that the masked "
+        "objective learns a formal context. We propose a framework for lattice construction.",
+        0.5,
+    )
+    background = {c.sentence: c.background for c in picker.candidates("What is learned?", [lattices])}
+    assert [background[sentence] for sentence in split_sentences(lattices.text)] == [True, True, False, False]
+    # what the paper studies is its topic, not a finding: it restates the question and stays background
+    traces = Source.from_text(
+        "p13",
+        "Eligibility Traces for Off-Policy Evaluation",
+        "Off-policy methods learn from logged data. This paper studies off-policy evaluation from confounded data "
+        "without overlap. We propose two algorithms that use eligibility traces to bound the value.",
+        0.5,
+    )
+    background = {c.sentence: c.background for c in picker.candidates("Can the value be bounded?", [traces])}
+    assert [background[sentence] for sentence in split_sentences(traces.text)] == [True, True, False]
+
+
+PINN = Source.from_text(
+    "p10",
+    "Scalable Back-Propagation-Free Training of Optical Physics-Informed Neural Networks",
+    "Physics-informed neural networks (PINNs) have shown promise in solving partial differential equations "
+    "(PDEs), with growing interest in their energy-efficient, real-time training on edge devices. Photonic "
+    "computing offers a potential solution due to its high operation speed. However, the lack of photonic memory "
+    "and the large footprint of current photonic devices prevent training realistic-size PINNs on photonic chips. "
+    "This paper proposes a completely back-propagation-free (BP-free) and highly salable framework to enable "
+    "training real-size PINNs on silicon photonics platforms. Our approach involves three key innovations: (1) a "
+    "sparse-grid Stein derivative estimator to avoid the BP in the loss evaluation of a PINN, (2) a "
+    "dimension-reduced zeroth-order optimization via tensor-train decomposition to achieve better scalability and "
+    "convergence in BP-free training, and (3) a scalable on-chip photonic PINN training accelerator design using "
+    "photonic tensor cores. We validate the performance of our numerical methods in both low- and "
+    "high-dimensional PDE benchmarks. Our framework addresses the fundamental challenges of photonic AI and will "
+    "enable real-time training of real-size PINNs on photonic chips.",
+    0.7,
+)
+
+
+def test_a_how_question_gets_a_sentence_that_says_how(embeddings):
+    """The two best sentences restated the question ("… will enable real-time training of real-size PINNs on
+    photonic chips"); the one that says how (the Stein estimator, zeroth-order optimization) scored too far below."""
+    picker = EvidencePicker(embeddings, AnswerConfig(), RetrievalConfig(min_evidence=0))
+    question = "How can physics-informed neural networks be trained on photonic chips without backpropagation?"
+    picked = [item.sentence for item in picker.pick(question, [PINN])]
+    assert any("Stein derivative estimator" in sentence for sentence in picked)
+    assert len(picked) <= AnswerConfig().evidence_sentences
+    # a question that asks no "how" gets no such sentence
+    asked = [item.sentence for item in picker.pick("Which chips can train physics-informed networks?", [PINN])]
+    assert not any("Stein" in sentence for sentence in asked)
+
+
+DIFF_PROMPT = Source.from_text(
+    "p11",
+    "Diff-Prompt: Diffusion-Driven Prompt Generator with Mask Supervision",
+    "Prompt learning has shown promise. We propose Diff-Prompt. Specifically, our approach consists of three stages. "
+    "In the first stage, we train a Mask-VAE to compress the masks into latent space. In the second stage, we "
+    "leverage an improved Diffusion Transformer (DiT) to train a prompt generator. In the third stage, we align the "
+    "denoising process with the pre-trained model. The results validate our approach.",
+    0.7,
+)
+THIRD = "In the third stage, we align the denoising process with the pre-trained model."
+
+
+def test_a_later_step_of_a_method_told_stage_by_stage_is_quoted_after_the_steps_before_it(embeddings):
+    """"How does Diff-Prompt produce prompts?" was answered by its third stage alone: the Mask-VAE and the
+    Diffusion Transformer, asked for, are the first two."""
+    picker = EvidencePicker(embeddings, AnswerConfig(), RetrievalConfig(min_evidence=0))
+    picked = [item.sentence for item in picker.pick("How does Diff-Prompt produce its prompts?", [DIFF_PROMPT])]
+    assert picked[:2] == [
+        "In the first stage, we train a Mask-VAE to compress the masks into latent space.",
+        "In the second stage, we leverage an improved Diffusion Transformer (DiT) to train a prompt generator.",
+    ]
+    third = [Evidence(1, THIRD, 1.0), Evidence(1, "The results validate our approach.", 0.9)]
+    assert [item.sentence for item in with_earlier_steps(third, [DIFF_PROMPT], 2)] == [picked[0], THIRD]
+    first = [Evidence(1, picked[0], 1.0)]  # the first step needs none before it
+    assert with_earlier_steps(first, [DIFF_PROMPT], 3) == first
+
+
+def test_a_seed_abstract_s_definition_after_what_the_authors_do_is_not_background(seeded):
+    """The bright-ending abstract: "To address these, we identify a novel 'bright ending' (BE) anomaly …", then
+    "BE refers to a distinct cross-attention pattern …", then "Equipped with this, we propose …". The definition
+    was background by its place, and the abstract's opening came with it into the answer."""
+    answer = seeded.answer("What is the 'bright ending' (BE) anomaly observed in text-to-image diffusion models?")
+    sentences = [check.text for check in answer.checks] or split_sentences(answer.text)
+    assert sentences[0].startswith("BE refers to a distinct cross-attention pattern")
+    assert not any("unprecedented proficiency" in sentence for sentence in sentences)
+
+
+def test_a_model_must_keep_the_news_of_the_sentence_a_quote_points_back_at():
+    """The bundled model answered "It leverages clustering … via policy-gradient estimators" and kept half of that
+    sentence's news, but not "two-stage", which the sentence it points back at says; the answer stood."""
+    item = Evidence(1, LEVERAGES, 1.0, before="To overcome these issues, we propose POTEC, a two-stage algorithm.")
+    told = news("How does POTEC handle large action spaces?", [item])
+    assert {"two-st", "algori", "levera", "cluste"} <= told
+    restated = "POTEC handles large action spaces [1]. It leverages clustering in the action space [1]."
+    checks = [SentenceCheck(text, (1,), True, 0.9) for text in split_sentences(restated)]
+    assert set_aside(checks, [], told, 0.5)
+    alone = news("How does POTEC handle large action spaces?", [replace(item, before="")])
+    assert not set_aside(checks, [], alone, 0.5)  # on the quoted sentence's news alone, it stood

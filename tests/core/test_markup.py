@@ -88,6 +88,8 @@ def test_markdown_emphasis_becomes_emphasis_only_at_word_boundaries():
         (r"we name it \model{} and $\mathbb{R}^{d}$", r"we name it \model and ℝ^d"),  # an author's macro stays
         # a font switch styles what follows (Open-CK's abstract: it read "the \fontfamilylmtt*supercomputer*")
         (r"the {\fontfamily{lmtt}\selectfont \textit{supercomputer}} support", "the supercomputer support"),
+        # an author's edit mark around text reads as its text (an answer read "baselines. \fan Specifically")
+        (r"sets. \fan{ Specifically, we \edit{prove} it} by \algo{CQG}", "sets. Specifically, we prove it by CQG"),
     ],
 )
 def test_latex_corner_cases_read_as_meant(raw, shown):
