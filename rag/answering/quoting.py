@@ -74,11 +74,10 @@ def with_earlier_steps(evidence: list[Evidence], sources: list[Source], most: in
     ("In the first stage, we train a Mask-VAE … In the second stage, we leverage an improved Diffusion Transformer
     …"), `most` sentences in all: the first steps and that one. Each step keeps that sentence's score."""
     step = next((item for item in evidence if LATER_STEP.match(item.sentence)), None)
-    if step is None:
+    sentences = source_sentences(sources[step.number - 1]) if step else []
+    if step is None or step.sentence not in sentences:
         return evidence
-    sentences = source_sentences(sources[step.number - 1])
-    at = sentences.index(step.sentence) if step.sentence in sentences else 0
-    start = at
+    at = start = sentences.index(step.sentence)
     while start > 0 and STEP.match(sentences[start - 1]) and not FIRST_STEP.match(sentences[start]):
         start -= 1
     if not FIRST_STEP.match(sentences[start]):
