@@ -71,7 +71,7 @@ class AnswerPipeline:
                 yield from self.shown(quoted_checks(self.checker, extractive, sources, shown), shown)
                 yield self.final(shown, sources, stamp, answered_by="extractive")
                 return
-            sentences = SentenceStream(self.checker, sources, evidence)
+            sentences = SentenceStream(self.checker, sources, evidence, asked)
             for piece in provider.stream(asked, evidence_sources(evidence, sources)):
                 yield from self.shown(sentences.feed(piece), shown)
             yield from self.shown(sentences.finish(), shown)
@@ -81,13 +81,15 @@ class AnswerPipeline:
                 raise
             # What the model wrote before it failed was checked and stays; the quoted answer follows.
             model_sentences = len(shown)
-            yield from self.shown(quoted_checks(self.checker, extractive, sources, shown), shown)
+            quoted = extractive_answer(asked, evidence, sources, kept_text(shown)) if shown else extractive
+            yield from self.shown(quoted_checks(self.checker, quoted, sources, shown), shown)
             by = "model" if model_sentences else "extractive"
             yield self.final(shown, sources, stamp, answered_by=by, fallback=str(err))
             return
-        lacking, unsaid = self.lacking(asked, evidence, sources, shown)
+        # The model is judged on its own words: a name shown before them says which paper, not what it says.
+        lacking, unsaid = self.lacking(asked, evidence, sources, sentences.written)
         if lacking:  # the evidence sentences the shown ones don't say follow them (when none was shown, all of it)
-            added = extractive_answer(asked, unsaid, sources)
+            added = extractive_answer(asked, unsaid, sources, kept_text(shown))
             yield from self.shown(quoted_checks(self.checker, added, sources, shown), shown)
         yield self.final(
             shown,

@@ -95,19 +95,29 @@ def tidy(sentence: str) -> str:
     return sentence[:1].upper() + sentence[1:] if sentence else sentence
 
 
-def extractive_answer(question: str, evidence: list[Evidence], sources: list[Source]) -> str:
+def extractive_answer(question: str, evidence: list[Evidence], sources: list[Source], shown: str = "") -> str:
     """The evidence sentences, best first, tidied and cited, each after the sentence it points back at
-    (`Evidence.before`); each paper named once when the question and the sentences don't name it already."""
+    (`Evidence.before`); each paper named once when the question, the sentences and what the answer has
+    `shown` before them (a model's sentences) don't name it already."""
     named: set[int] = set()
     parts = []
     for item in evidence:
         said = [tidy(item.before), plain_text(item.sentence)] if item.before else [tidy(item.sentence)]
-        name = paper_name(sources[item.number - 1])
-        if item.number not in named and name and not mentions(f"{question} {' '.join(said)}", name):
-            said[0] = f"{name[:1].upper() if name[1:2].islower() else name[:1]}{name[1:]}: {said[0]}"
+        if item.number not in named:
+            said[0] = with_name(said[0], sources[item.number - 1], f"{question} {shown} {' '.join(said)}")
         named.add(item.number)
         parts += [attach_marker(sentence, [item.number]) for sentence in said]
     return " ".join(parts)
+
+
+def with_name(sentence: str, source: Source, context: str) -> str:
+    """The sentence after the name of the paper it quotes ("RxnFlow: We use 71 reaction templates …"), so that
+    its "we" is somebody; as it is when the `context` it is read in (the question, the answer so far, the
+    sentence itself) names the paper already, or the paper has no name (a seed abstract's stand-in title)."""
+    name = paper_name(source)
+    if not name or mentions(context, name):
+        return sentence
+    return f"{name[:1].upper() if name[1:2].islower() else name[:1]}{name[1:]}: {sentence}"
 
 
 def evidence_sources(evidence: list[Evidence], sources: list[Source]) -> list[Source]:

@@ -13,9 +13,11 @@ twice is checked once, and an unfinished last sentence is dropped when complete 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from rag.answering.citations import FINISHED, LIST_ITEM, CitationChecker, renumbered
 from rag.answering.evidence import Evidence
+from rag.answering.quoting import with_name
 from rag.core.markers import MARKER, SENTENCE_END, attach_marker, split_sentences
 from rag.core.types import SentenceCheck, Source
 
@@ -31,13 +33,17 @@ def shown_text(check: SentenceCheck) -> str:
 
 
 class SentenceStream:
-    """Model text in, as it comes; out, each complete sentence that a source it cites supports."""
+    """Model text in, as it comes; out, each complete sentence that a source it cites supports, the first of each
+    paper after the paper's name when neither the question nor the answer so far names it (as a quote is named)."""
 
-    def __init__(self, checker: CitationChecker, sources: list[Source], evidence: list[Evidence]):
+    def __init__(self, checker: CitationChecker, sources: list[Source], evidence: list[Evidence], question: str = ""):
         self.checker, self.sources, self.evidence = checker, sources, evidence
         self.pending = ""  # the text after the last complete sentence
         self.seen: set[str] = set()
         self.checks: list[SentenceCheck] = []  # every sentence checked, supported or not
+        self.written: list[SentenceCheck] = []  # the supported ones as the model wrote them: what it is judged on
+        self.said = question  # what names a paper already: the question, then each sentence shown
+        self.named: set[int] = set()
 
     def feed(self, piece: str) -> list[SentenceCheck]:
         """The supported sentences `piece` completes (usually none: a sentence takes many pieces)."""
@@ -63,7 +69,19 @@ class SentenceStream:
             return []
         checks = self.checker.check_sentences(fresh, self.sources)
         self.checks += checks
-        return [check for check in checks if check.supported]
+        supported = [check for check in checks if check.supported]
+        self.written += supported
+        return [self._named(check) for check in supported]
+
+    def _named(self, check: SentenceCheck) -> SentenceCheck:
+        """The supported sentence as shown: after its paper's name when it is the first to cite that paper alone
+        and nothing said so far names it (`with_name`)."""
+        if len(check.cited) == 1 and check.cited[0] not in self.named:
+            number = check.cited[0]
+            self.named.add(number)
+            check = replace(check, text=with_name(check.text, self.sources[number - 1], f"{self.said} {check.text}"))
+        self.said += f" {check.text}"
+        return check
 
 
 def quoted_checks(

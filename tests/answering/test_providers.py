@@ -345,11 +345,29 @@ def test_a_model_answer_that_says_the_evidence_without_the_paper_s_name_is_not_f
     copied = "We reformulate the task using text, as language has been shown to improve transfer [1]."
     with scripted_server(chat(copied)) as url:
         pieces, answer = collect(hosted(seeded, embeddings, url).stream_answer(question, history=[Turn.of(first)]))
-    assert answer.answered_by == "model" and pieces[0] == copied and "".join(pieces) == answer.text
+    # The model's sentence is shown after the paper's name, as the quote is ("R3D2: We …"): its "we" is somebody.
+    named = f"Recurrent Replay Relevance Distributed DQN (R3D2): {copied}"
+    assert answer.answered_by == "model" and pieces[0] == named and "".join(pieces) == answer.text
     assert answer.replaced is None, answer.text
     # It was followed by "R3D2: We reformulate the task using text, ..." for the name it left out.
     texts = [check.text for check in answer.checks]
     assert not any(repeats(later, earlier) for n, earlier in enumerate(texts) for later in texts[n + 1 :]), texts
+
+
+def test_a_model_sentence_that_does_not_name_its_paper_is_shown_after_the_name_once(seeded, embeddings, key):
+    question = (  # names no paper: the model's "we" would be nobody
+        "How should the sampling timesteps of a discrete diffusion model be scheduled to reduce the error caused "
+        "by updating many tokens in parallel, as in tau-leaping?"
+    )
+    assert seeded.answer(question).text.startswith("Jump Your Steps: We derive")  # as the quote names it
+    with scripted_server(chat("We derive a practical upper bound on CDE [1].")) as url:
+        pieces, answer = collect(hosted(seeded, embeddings, url).stream_answer(question))
+    assert answer.answered_by == "model"
+    assert pieces[0] == "Jump Your Steps: We derive a practical upper bound on CDE [1]."
+    # The model is judged on its own words, which left the name out; the evidence that follows is not named again.
+    assert answer.replaced == "the model's answer left out Jump Your Steps"
+    assert len(pieces) > 1 and "".join(pieces) == answer.text
+    assert answer.text.count("Jump Your Steps: ") == 1, answer.text
 
 
 def test_an_unsupported_model_sentence_is_never_streamed(seeded, embeddings, key, extractive_text):
