@@ -179,11 +179,17 @@ class EvidencePicker:
             counted = next((e for e in scored if e.number == scored[0].number and NUMBER.search(e.sentence)), None)
             scored = [counted, *(e for e in scored if e is not counted)] if counted else scored
         best = scored[0]
-        if SEVERAL.search(question):  # each paper that passed refusal on its own gets its best sentence
+        if SEVERAL.search(question):  # each paper that passed refusal on its own gets its best sentence, if close
             firsts: dict[int, Evidence] = {}
             for item in scored:
                 firsts.setdefault(item.number, item)
-            close = [e for e in firsts.values() if e is not best and self.passes(sources[e.number - 1])]
+            close = [
+                e
+                for e in firsts.values()
+                if e is not best
+                and e.score >= best.score - self.answer.evidence_margin
+                and self.passes(sources[e.number - 1])
+            ]
         else:
             widen = 2 if TWO_ASKS.search(question) else 1  # "what does X optimize, and on which tasks"
             # "how many …?" is answered by numbers: a sentence without one doesn't join; nor does "The code is

@@ -48,6 +48,9 @@ DOLLAR = re.compile(r"(?<!\\)\$")  # a math delimiter, not an escaped dollar sig
 # A macro before a group that holds text (`\\edit{new text}`, `\\fan{ Specifically, …}`): of an author's own,
 # an edit or highlight mark, only the text is read. One before an empty group (`\\method{}`) is a name.
 MACRO_ON_TEXT = re.compile(r"(?<!\\)((?:\\\\)*)\\([A-Za-z]+)(?=\{\s*[^\s}])")
+# The same mark whose group the author never closed (`\\fan{ Specifically, …` to the abstract's end): its brace
+# is escaped as stray by then (`with_stray_braces_escaped`), and the mark and the brace are both dropped.
+MACRO_ON_UNCLOSED = re.compile(r"(?<!\\)((?:\\\\)*)\\([A-Za-z]+)\\\{\s*(?=[^\s}])")
 
 # What abstracts use beyond pylatexenc's defaults: the walker must know each macro's arguments,
 # the converter what text it stands for. Bold and italic become Markdown, handled with the rest.
@@ -68,7 +71,7 @@ ABBREVIATIONS = {"ie": "i.e.", "eg": "e.g.", "etc": "etc.", "wrt": "w.r.t.", "et
 # Any other macro it doesn't know is an author's own: a name (`\model`, `\method{}`), shown as written, or an edit
 # or highlight mark around text (`\edit{new text}`), read as that text (`MACRO_ON_TEXT`).
 STYLE_MACROS = frozenset(
-    "em bf it sc rm tt sf bm boldsymbol mathds operatorname displaystyle textstyle scriptstyle xspace "
+    "em bf it sc rm tt sf cal bm boldsymbol mathds operatorname displaystyle textstyle scriptstyle xspace "
     "left right big Big bigg Bigg bigl bigr Bigl Bigr biggl biggr limits nolimits "
     "color fontfamily small footnotesize large Large normalsize selectfont".split()
 )
@@ -111,7 +114,8 @@ def latex_to_text(text: str) -> str:
     prepared = UNESCAPED.sub(r"\1\\\2", DOUBLED.sub("\\\\", TILDE_AS_TEXT.sub(TILDE, text)))
     prepared = with_stray_braces_escaped(prepared)
     walker_context, converter = latex_converter()
-    prepared = MACRO_ON_TEXT.sub(lambda match: match.group(0) if known(match.group(2)) else match.group(1), prepared)
+    for mark in (MACRO_ON_TEXT, MACRO_ON_UNCLOSED):
+        prepared = mark.sub(lambda match: match.group(0) if known(match.group(2)) else match.group(1), prepared)
     try:
         nodes, _, _ = LatexWalker(prepared, latex_context=walker_context, tolerant_parsing=True).get_latex_nodes()
         converted = converter.nodelist_to_text(nodes)

@@ -233,6 +233,15 @@ def test_another_papers_sentence_joins_only_when_it_scores_almost_as_well(embedd
     assert papers("Which templates build the molecules?", 0.0) == {1}  # the rank penalty keeps it to one
 
 
+def test_a_question_about_several_papers_quotes_those_that_score_close_to_the_best(seeded):
+    # "Which approaches …" quotes each paper's best sentence, but only within the evidence margin of the best:
+    # RxnFlow passes refusal for molecules, yet its best sentence says nothing of language models.
+    answer = seeded.answer("Which approaches use language models for molecules?")
+    assert answer.text.startswith("To combine these advantages for 3D molecule generation, we propose")
+    titles = {source.paper_id: source.title for source in answer.sources}
+    assert [titles[paper_id].split(":")[0] for paper_id in answer.cited] == ["NExT-Mol"], answer.text
+
+
 def test_a_paper_named_in_quotes_or_latex_reads_as_text_and_each_sentence_keeps_its_marker():
     """The second sentence opens with its paper's title in curly quotes: it is a sentence of its own (it
     used to be merged into the first, both markers at the end), and a LaTeX name reads as text."""

@@ -90,6 +90,10 @@ def test_markdown_emphasis_becomes_emphasis_only_at_word_boundaries():
         (r"the {\fontfamily{lmtt}\selectfont \textit{supercomputer}} support", "the supercomputer support"),
         # an author's edit mark around text reads as its text (an answer read "baselines. \fan Specifically")
         (r"sets. \fan{ Specifically, we \edit{prove} it} by \algo{CQG}", "sets. Specifically, we prove it by CQG"),
+        # one the author never closed (a jailbreak-defence abstract's "\fan{ Specifically" to its end); a stray brace
+        (r"scenarios. \fan{ Specifically, a 15x speedup. Or { so", "scenarios. Specifically, a 15x speedup. Or { so"),
+        # an old font switch is style, as \bf is (an answer read "O(dβ^2\cal A^2/ε^6)")
+        (r"complexity $\widetilde{O}\left(d{\cal A}^2\right)$", "complexity O(d A^2)"),
     ],
 )
 def test_latex_corner_cases_read_as_meant(raw, shown):
