@@ -57,6 +57,9 @@ def converse_on_terminal(
                 break
             shown += chunk
         if to_type and shown.endswith(prompt):
+            # A person types a beat after the prompt shows. Typed at once, a Ctrl-C can land between the prompt's
+            # write and the read that waits for the line, and Python then notices it only once a line comes.
+            time.sleep(0.5)
             typed = to_type.pop(0)
             os.write(terminal, (typed if typed in ("\x03", "\x04") else typed + "\n").encode())  # Ctrl-C, Ctrl-D
     else:
