@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rag.answering.asks import HOW_MUCH, split_asks
+from rag.answering.asks import HOW_MUCH, Ask, split_asks
 from rag.answering.evidence import Evidence, repeats
 from rag.core.types import SentenceCheck, Source
 from rag.retrieval.naming import ACRONYM, mentions, paper_name
@@ -16,15 +16,15 @@ def key_tokens(question: str, evidence: list[Evidence], sources: list[Source]) -
     """What an answer must say to answer, none of it already in the question: the best sentence's
     numbers for a "how many" question; otherwise the paper's name (its short form; never a whole
     title) and up to two other names the best sentence gives (a dataset, a measure: 'MMTD-Set'). For a
-    question of several asks answered one sentence each, those of each ask and its sentence."""
+    question of several asks answered one sentence each, those of each ask (`ask_key_tokens`)."""
     if not evidence:
         return []
     asks = split_asks(question)
     if 1 < len(asks) == len(evidence):  # one sentence per ask: the answer must say what each ask asks for
-        return list(dict.fromkeys(t for ask, item in zip(asks, evidence) for t in key_tokens(ask.text, [item], sources)))
+        return list(dict.fromkeys(t for tokens in ask_key_tokens(asks, evidence, sources) for t in tokens))
     best = evidence[0]
     if HOW_MUCH.search(question):
-        tokens = asked_numbers(question, best.sentence)
+        tokens = asked_numbers(question, [item.sentence for item in evidence])
     else:
         name = paper_name(sources[best.number - 1])
         short = ACRONYM.search(name)
@@ -34,30 +34,49 @@ def key_tokens(question: str, evidence: list[Evidence], sources: list[Source]) -
     return [token for token in dict.fromkeys(tokens) if token.lower() not in asked and not mentions(question, token)]
 
 
-def left_out(question: str, evidence: list[Evidence], sources: list[Source], checks: list[SentenceCheck]) -> list[Evidence]:
+def ask_key_tokens(asks: list[Ask], evidence: list[Evidence], sources: list[Source]) -> list[list[str]]:
+    """For each ask, answered by the evidence sentence in its place, what the answer must say for it. A number it
+    asks for may stand in another ask's sentence: 'how many building blocks' of "How many reaction templates
+    does RxnFlow use, and how many building blocks?" is in the sentence that gives both."""
+    return [
+        key_tokens(ask.text, [item, *(e for e in evidence if e is not item)], sources)
+        for ask, item in zip(asks, evidence)
+    ]
+
+
+def left_out(
+    question: str, evidence: list[Evidence], sources: list[Source], checks: list[SentenceCheck]
+) -> list[Evidence]:
     """The evidence sentences to add after a model's answer that falls short, in the order asked: for a
-    question of several asks answered one sentence each, those of the asks whose key tokens it leaves
-    out; otherwise, or when none of its sentences was shown, every evidence sentence. Those it says
-    already are left out (quoting one again would repeat it)."""
+    question of several asks answered one sentence each, for each ask whose key tokens it leaves out, the
+    sentence that holds them (the ask's own, or another ask's that gives its number too); otherwise, or
+    when none of its sentences was shown, every evidence sentence. Those it says already are left out
+    (quoting one again would repeat it)."""
     said = " ".join(check.text for check in checks)
     asks = split_asks(question)
     missed = []
     if checks and 1 < len(asks) == len(evidence):
-        missed = [
-            item
-            for ask, item in zip(asks, evidence)
-            if any(token.lower() not in said.lower() for token in key_tokens(ask.text, [item], sources))
-        ]
-    return [item for item in missed or evidence if not repeats(item.sentence, said)]
+        for item, tokens in zip(evidence, ask_key_tokens(asks, evidence, sources)):
+            lacking = [token.lower() for token in tokens if token.lower() not in said.lower()]
+            holders = [e for e in (item, *evidence) if all(token in e.sentence.lower() for token in lacking)]
+            if lacking:
+                missed.append(holders[0] if holders else item)
+    return [item for item in dict.fromkeys(missed or evidence) if not repeats(item.sentence, said)]
 
 
-def asked_numbers(question: str, sentence: str) -> list[str]:
-    """The numbers of a sentence that count what the question asks about ('71' of '71 reaction
-    templates' for 'how many templates'), judged by the words just after each; all when none tells."""
+def asked_numbers(question: str, sentences: list[str]) -> list[str]:
+    """The numbers that count what the question asks about ('71' of '71 reaction templates' for 'how many
+    templates'), judged by the words just after each: those of the first sentence that has one; when none
+    has, all the first sentence's numbers."""
     asked = content_stems(question)
-    numbers = [(m.group(0).rstrip(","), " ".join(sentence[m.end() :].split()[:3])) for m in DIGITS.finditer(sentence)]
-    counting = [number for number, after in numbers if content_stems(after) & asked]
-    return counting or [number for number, _ in numbers]
+    for sentence in sentences:
+        numbers = [
+            (m.group(0).rstrip(","), " ".join(sentence[m.end() :].split()[:3])) for m in DIGITS.finditer(sentence)
+        ]
+        counting = [number for number, after in numbers if content_stems(after) & asked]
+        if counting:
+            return counting
+    return [m.group(0).rstrip(",") for m in DIGITS.finditer(sentences[0])]
 
 
 def news(question: str, evidence: list[Evidence]) -> set[str]:
@@ -89,16 +108,14 @@ def set_aside(checks: list[SentenceCheck], key: list[str], told: set[str], keep:
     return lacking.reason if lacking else None
 
 
-def shortfall(
-    checks: list[SentenceCheck], key: list[str], told: set[str], keep: float, number_asked: bool = False
-) -> Shortfall | None:
+def shortfall(checks: list[SentenceCheck], key: list[str], told: set[str], keep: float) -> Shortfall | None:
     """What a model's checked answer lacks (the evidence sentences it doesn't say then follow it, or
     the extractive answer stands for it), or None when it can stand.
 
     It lacks something when none of its sentences is supported by what it cites, when its supported
     sentences leave out a key token of the evidence (the number or name the question asks for), or
     when they keep less than `keep` of `told`, the best sentence's news (a supported sentence can
-    still restate the question instead of answering it). `number_asked`: the question asks "how many".
+    still restate the question instead of answering it).
     """
     supported = " ".join(check.text for check in checks if check.supported)
     if not supported:
@@ -108,7 +125,13 @@ def shortfall(
         )
     missing = [token for token in key if token.lower() not in supported.lower()]
     if missing:
-        what = "the number asked for" if number_asked else "the name the question asks for"
+        numbers = [token for token in missing if DIGITS.fullmatch(token)]
+        if not numbers:
+            what = "the name the question asks for"
+        elif len(numbers) == len(missing):
+            what = "the number asked for" if len(numbers) == 1 else "the numbers asked for"
+        else:
+            what = "the number and name asked for"
         return Shortfall(
             f"the model's answer left out {', '.join(missing)}",
             f"the model's answer left out {what} ({', '.join(missing)})",

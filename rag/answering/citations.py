@@ -23,7 +23,7 @@ from rag.core.markers import MARKER, attach_marker, cited_numbers, format_marker
 from rag.core.markup import model_text, plain_text
 from rag.core.types import SentenceCheck, Source
 from rag.retrieval.naming import paper_name
-from rag.retrieval.words import DIGITS, NAME, content_stems, source_sentences
+from rag.retrieval.words import DIGITS, NAME, content_stems, counted, source_sentences
 
 FOREIGN_SHARE = 0.3  # see foreign_words: the share of a sentence's content words its source may lack
 FINISHED = re.compile(r"[.!?:;)\]\"'”’]\s*$")
@@ -106,7 +106,8 @@ def unnamed(sentence: str, names: AbstractSet[str]) -> str:
 def ungrounded(sentence: str, cited: list[Source]) -> list[str]:
     """The numbers and names a sentence states that none of its cited sources contains.
 
-    Numbers are where models drift ("87%" written as "85%", 71 templates as "10,248"), and names
+    Numbers are where models drift ("87%" written as "85%", 71 templates as "10,248", or 71 reaction templates
+    as "71 building blocks": a number counts what it counts in the source, `miscounts`), and names
     where they invent (a formula called "Causalization"); a sentence with such a number, name or
     coined term is not supported, however similar it reads.
     """
@@ -114,13 +115,26 @@ def ungrounded(sentence: str, cited: list[Source]) -> list[str]:
         return []
     text = " ".join(f"{source.title} {source.text}" for source in cited)
     text = f"{text} {plain_text(text)}"  # a sentence rendered as the abstract reads ('ϵ-VAE', '26%') is grounded too
-    held_numbers = {number_value(m.group(0)) for m in DIGITS.finditer(text)}
+    held: dict[str, list[set[str]]] = {}  # each number the sources give, with what it counts at each place
+    for match in DIGITS.finditer(text):
+        held.setdefault(number_value(match.group(0)), []).append(counted(text, match))
     lowered = text.lower()
-    missing = [m.group(0) for m in DIGITS.finditer(sentence) if number_value(m.group(0)) not in held_numbers]
+    missing = [
+        m.group(0)
+        for m in DIGITS.finditer(sentence)
+        if number_value(m.group(0)) not in held or miscounts(counted(sentence, m), held[number_value(m.group(0))])
+    ]
     missing += [m.group(0) for m in NAME.finditer(sentence) if m.group(0).lower() not in lowered]
     coined = [m.group(1) or m.group(2) for m in COINED.finditer(sentence)]
     missing += [term for term in coined if term.lower() not in lowered]
     return missing
+
+
+def miscounts(says: set[str], counts: list[set[str]]) -> bool:
+    """Whether a number counts something else than wherever the sources give it: '71 building blocks' where
+    the abstract has '71 reaction templates' (and '1.2 million building blocks'). Not when either side
+    doesn't tell what it counts (`counted`): '71%', '20 of 24 tasks'."""
+    return bool(says and counts) and all(count and not count & says for count in counts)
 
 
 def foreign_words(sentence: str, cited: list[Source]) -> list[str]:

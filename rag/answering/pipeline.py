@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from rag.answering.acceptance import Shortfall, key_tokens, left_out, news, shortfall
-from rag.answering.asks import HOW_MUCH
 from rag.answering.citations import CitationChecker, kept_text
 from rag.answering.evidence import Evidence, EvidencePicker
 from rag.answering.providers import ExtractiveProvider, Provider
@@ -107,7 +106,7 @@ class AnswerPipeline:
         say, which then follow them. They lack nothing when they say every evidence sentence (the
         paper's name aside: their [n] gives it); quoting one again would repeat it."""
         key, told = key_tokens(asked, evidence, sources), news(asked, evidence)
-        lacking = shortfall(shown, key, told, self.config.answer.keep_news, bool(HOW_MUCH.search(asked)))
+        lacking = shortfall(shown, key, told, self.config.answer.keep_news)
         unsaid = left_out(asked, evidence, sources, shown)
         return (lacking if unsaid else None), unsaid
 

@@ -17,6 +17,9 @@ DIGITS = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
 # A name: a word with a capital after its first letter or a digit beside letters (RxnFlow, GPT-4, R3D2, JYS).
 NAME = re.compile(r"\b[A-Za-z][a-z]*[A-Z][\w-]*\b|\b[A-Z]{2,}[\w-]*\b|\b[A-Za-z]+-?\d[\w-]*\b")
 MARKUP = re.compile(r"[_*$\\]")
+# The words right after a number, up to three, as far as a punctuation mark: what it counts.
+COUNTED_WORDS = re.compile(r"(?:[ \t]+[A-Za-z][\w-]*){1,3}")
+SCALE = frozenset("hundred thousand million billion trillion".split())
 # Acronyms of a field, not of one paper's method: never a paper's name.
 GENERIC = frozenset(
     "AI ML NLP CV RL MARL LLM LLMs MLLM MLLMs VLM VLMs LM LMs GNN GNNs CNN CNNs DNN DNNs SOTA OOD MIA MIAs ASR "
@@ -59,6 +62,23 @@ def content_stems(text: str) -> set[str]:
     and 'evaluated' or 'dataset' and 'datasets' compare equal."""
     words = re.findall(r"[a-z0-9][a-z0-9\-]{3,}", text.lower())
     return {word[:6] for word in words if word not in EVIDENCE_STOPWORDS}
+
+
+def counted(text: str, number: re.Match) -> set[str]:
+    """What a number of `text` (a DIGITS match) counts: the stems of the words right after it, past a scale
+    word ('reaction templates' of '71 reaction templates', 'building blocks' of '1.2 million building blocks'),
+    a plural's 's' and a long word's end ignored. Empty when it tells nothing: no word follows it ('71%',
+    '15x', '(71)'), a stopword does ('20 of 24 tasks'), or the number ends a name ('GPT-4 models')."""
+    if text[number.start() - 1 : number.start()] == "-":
+        return set()
+    words = COUNTED_WORDS.match(text, number.end())
+    lowered = words.group(0).lower().split() if words else []
+    while lowered and lowered[0] in SCALE:
+        lowered.pop(0)
+    if not lowered or lowered[0] in EVIDENCE_STOPWORDS:
+        return set()
+    singular = (word[:-1] if word.endswith("s") and not word.endswith("ss") else word for word in lowered)
+    return {word[:5] for word in singular if word not in EVIDENCE_STOPWORDS and word not in SCALE}
 
 
 def source_sentences(source: Source) -> list[str]:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from rag.answering.acceptance import key_tokens, left_out, news, set_aside
+from rag.answering.acceptance import key_tokens, left_out, news, set_aside, shortfall
 from rag.answering.ask_ranker import FEATURES, RANKER_FILE, AskRanker
 from rag.answering.asks import AskKind, ask_kind, split_asks
 from rag.answering.evidence import Evidence, EvidencePicker
@@ -156,6 +156,23 @@ def test_a_model_answer_to_two_asks_must_say_what_each_ask_asks_for():
     assert "left out 30,000" in (
         set_aside(half, key_tokens(question, evidence, [source]), news(question, evidence), 0.5) or ""
     )
+
+
+def test_a_number_one_ask_asks_for_may_stand_in_the_other_ask_s_sentence():
+    both = "This enables RxnFlow to use 1.2 million building blocks and 71 reaction templates."
+    evidence = [Evidence(1, both, 1.0), Evidence(1, "RxnFlow can add newly discovered building blocks.", 0.9)]
+    source = Source.from_text("x", "RxnFlow", f"{both} {evidence[1].sentence}", 0.9)
+    question = "How many reaction templates does RxnFlow use, and how many building blocks?"
+    assert key_tokens(question, evidence, [source]) == ["71", "1.2"]
+    templates_only = [SentenceCheck("RxnFlow uses 71 reaction templates", (1,), True, 0.9)]
+    assert left_out(question, evidence, [source], templates_only) == evidence[:1]  # the sentence that gives 1.2 follows
+    lacking = shortfall(templates_only, key_tokens(question, evidence, [source]), set(), 0.5)
+    assert lacking and lacking.words == "the model's answer left out the number asked for (1.2)"
+    # what is left out is named for what it is: a name under a "how many" question is not a number
+    lacking = shortfall(templates_only, ["1.2", "1.3"], set(), 0.5)
+    assert lacking and lacking.words == "the model's answer left out the numbers asked for (1.2, 1.3)"
+    lacking = shortfall(templates_only, ["1.2", "RxnFlow-XL"], set(), 0.5)
+    assert lacking and lacking.words == "the model's answer left out the number and name asked for (1.2, RxnFlow-XL)"
 
 
 def test_what_follows_a_model_answer_that_misses_an_ask_is_that_asks_sentence():

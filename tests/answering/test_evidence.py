@@ -140,6 +140,15 @@ def test_a_number_or_name_the_cited_source_lacks_is_ungrounded():
     assert ungrounded("FakeShield uses 71 templates.", [RXNFLOW]) == ["FakeShield"]
 
 
+def test_a_number_must_count_what_it_counts_in_the_source():
+    assert ungrounded("RxnFlow uses 71 building blocks.", [RXNFLOW]) == ["71"]
+    assert ungrounded("RxnFlow combines 1.2 million reaction templates.", [RXNFLOW]) == ["1.2"]
+    assert ungrounded("RxnFlow uses 71 templates and 1.2 million blocks.", [RXNFLOW]) == []
+    # Where either side doesn't say what a number counts, it is not held against it.
+    scores = Source.from_text("s", "S", "GPT-4 and Claude solve 20 of 24 tasks, 87% of them at once.", 0.9)
+    assert ungrounded("GPT-4 models solve 20 tasks with 87 percent of them at once.", [scores]) == []
+
+
 def test_a_term_the_sentence_coins_must_be_in_its_source():
     assert ungrounded('RxnFlow uses a formula called "Causalization" for docking.', [RXNFLOW]) == ["Causalization"]
     assert ungrounded("RxnFlow assembles building blocks with Causalization.", [RXNFLOW]) == ["Causalization"]
@@ -486,7 +495,7 @@ THIRD = "In the third stage, we align the denoising process with the pre-trained
 
 
 def test_a_later_step_of_a_method_told_stage_by_stage_is_quoted_after_the_steps_before_it(embeddings):
-    """"How does Diff-Prompt produce prompts?" was answered by its third stage alone: the Mask-VAE and the
+    """ "How does Diff-Prompt produce prompts?" was answered by its third stage alone: the Mask-VAE and the
     Diffusion Transformer, asked for, are the first two."""
     picker = EvidencePicker(embeddings, AnswerConfig(), RetrievalConfig(min_evidence=0))
     picked = [item.sentence for item in picker.pick("How does Diff-Prompt produce its prompts?", [DIFF_PROMPT])]

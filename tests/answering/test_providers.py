@@ -136,11 +136,17 @@ def test_the_bundled_gguf_is_found_without_importing_its_package():
 def test_sources_are_trimmed_to_the_budget_best_passages_first(seeded):
     sources = seeded.retrieve("diffusion models for molecules and language", k=5)
     count = approximate_tokens
-    full = sum(count(f"[{n}] {s.title}\n") + sum(count(passage.text) for passage in s.passages) for n, s in enumerate(sources, 1))
+    full = sum(
+        count(f"[{n}] {s.title}\n") + sum(count(passage.text) for passage in s.passages)
+        for n, s in enumerate(sources, 1)
+    )
     assert fit_sources(sources, full, count) == sources  # a budget that fits changes nothing
     budget = full // 3
     fitted = fit_sources(sources, budget, count)
-    used = sum(count(f"[{n}] {s.title}\n") + sum(count(passage.text) for passage in s.passages) for n, s in enumerate(fitted, 1))
+    used = sum(
+        count(f"[{n}] {s.title}\n") + sum(count(passage.text) for passage in s.passages)
+        for n, s in enumerate(fitted, 1)
+    )
     assert used <= budget and fitted != sources
     assert [s.paper_id for s in fitted] == [s.paper_id for s in sources[: len(fitted)]]  # numbering kept
     assert len(fitted) >= 2  # a second paper's best passage comes before the first paper's second one
@@ -309,6 +315,42 @@ def test_a_model_answer_without_the_asked_number_is_followed_by_the_evidence(see
     # The model was given the evidence sentences, not whole passages.
     prompt = scripted.requests[-1].body["messages"][-1]["content"]
     assert "71 reaction templates" in prompt and "CrossDocked2020" not in prompt
+
+
+TWO_COUNTS = "How many reaction templates does RxnFlow use, and how many building blocks?"
+
+
+def test_a_number_the_model_pins_to_what_the_abstract_does_not_count_is_not_shown(seeded, embeddings, key):
+    """The bundled model answered TWO_COUNTS "RxnFlow uses 71 building blocks to generate the generated action
+    spaces [1]." and it was shown as checked: 71 is in the abstract, as the number of reaction templates."""
+    with scripted_server(chat("RxnFlow uses 71 building blocks to generate molecules [1].")) as url:
+        pieces, answer = collect(hosted(seeded, embeddings, url).stream_answer(TWO_COUNTS))
+    assert "71 building blocks" not in answer.text and [check.supported for check in answer.checks] == [True] * len(
+        pieces
+    )
+    assert (
+        answer.answered_by == "extractive"
+        and answer.shortfall == "no sentence the model wrote was backed by the abstract it cited"
+    )
+    assert "1.2 million building blocks and 71 reaction templates" in answer.text
+
+
+def test_a_model_answer_that_gives_one_of_two_asked_numbers_is_followed_by_the_sentence_with_the_other(
+    seeded, embeddings, key
+):
+    """The second ask's number is in the first ask's sentence ("… 1.2 million building blocks and 71 reaction
+    templates …"): it is what that ask's answer must say, so a model answer without it is followed by it."""
+    with scripted_server(chat("RxnFlow uses 71 reaction templates [1].")) as url:
+        pieces, answer = collect(hosted(seeded, embeddings, url).stream_answer(TWO_COUNTS))
+    assert pieces[0] == "RxnFlow uses 71 reaction templates [1]." and "1.2 million building blocks" in answer.text
+    assert answer.shortfall == "the model's answer left out the number asked for (1.2)"
+
+
+def test_the_bundled_model_states_each_asked_number_with_what_it_counts(local_llm):
+    answer = local_llm.answer(TWO_COUNTS)
+    assert "71 building blocks" not in answer.text and "1.2 million reaction templates" not in answer.text
+    assert "71 reaction templates" in answer.text and "1.2 million building blocks" in answer.text
+    assert all(check.supported for check in answer.checks)
 
 
 def test_a_model_answer_that_restates_the_question_is_followed_by_the_evidence(seeded, embeddings, key):
