@@ -7,16 +7,21 @@ import pty
 import signal
 
 
+def as_from_a_shell() -> None:
+    """In a command's process before it starts (a `preexec_fn`): Ctrl-C (SIGINT) reaches it as a shell's command
+    gets it, whatever this test process does with SIGINT. A library used by an earlier test may leave it ignored,
+    and an ignored signal stays ignored in the command, which then never sees it: a chat test hung so in the
+    suite, and an interrupted ingest ran to its end and exited 0."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def started_on_terminal(argv: list[str], environment: dict[str, str]) -> tuple[int, int]:
     """The command started with a pseudo-terminal as its stdin, stdout and stderr: its process id, and
     the terminal's other end (what it writes is read there; what is written there, it reads)."""
     process_id, terminal = pty.fork()
     if process_id == 0:  # the child: the command, on the terminal
-        # Ctrl-C reaches it as a shell's command gets it, whatever this test process does with SIGINT: a
-        # library used by an earlier test may leave it ignored, and an ignored signal stays ignored in
-        # the command, which then never sees the Ctrl-C typed at it (a chat test hung so in the suite).
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        as_from_a_shell()
         os.execve(argv[0], argv, environment)
     return process_id, terminal
 

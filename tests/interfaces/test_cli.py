@@ -11,7 +11,7 @@ import time
 
 import pytest
 from clirun import rag
-from terminal import converse_on_terminal, run_on_terminal
+from terminal import as_from_a_shell, converse_on_terminal, run_on_terminal
 
 pytestmark = pytest.mark.slow
 
@@ -180,6 +180,7 @@ def _ingest_process(path, index, batch):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=environment,
+        preexec_fn=as_from_a_shell,  # it is sent Ctrl-C
     )
 
 
