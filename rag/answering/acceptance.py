@@ -58,9 +58,9 @@ def left_out(
     if checks and 1 < len(asks) == len(evidence):
         for item, tokens in zip(evidence, ask_key_tokens(asks, evidence, sources)):
             lacking = [token.lower() for token in tokens if token.lower() not in said.lower()]
-            holders = [e for e in (item, *evidence) if all(token in e.sentence.lower() for token in lacking)]
             if lacking:
-                missed.append(holders[0] if holders else item)
+                holders = (e for e in (item, *evidence) if all(token in e.sentence.lower() for token in lacking))
+                missed.append(next(holders, item))
     return [item for item in dict.fromkeys(missed or evidence) if not repeats(item.sentence, said)]
 
 
@@ -69,14 +69,14 @@ def asked_numbers(question: str, sentences: list[str]) -> list[str]:
     templates'), judged by the words just after each: those of the first sentence that has one; when none
     has, all the first sentence's numbers."""
     asked = content_stems(question)
-    for sentence in sentences:
-        numbers = [
-            (m.group(0).rstrip(","), " ".join(sentence[m.end() :].split()[:3])) for m in DIGITS.finditer(sentence)
-        ]
-        counting = [number for number, after in numbers if content_stems(after) & asked]
-        if counting:
+    found = [
+        [(m.group(0).rstrip(","), " ".join(sentence[m.end() :].split()[:3])) for m in DIGITS.finditer(sentence)]
+        for sentence in sentences
+    ]
+    for numbers in found:
+        if counting := [number for number, after in numbers if content_stems(after) & asked]:
             return counting
-    return [m.group(0).rstrip(",") for m in DIGITS.finditer(sentences[0])]
+    return [number for number, _ in found[0]]
 
 
 def news(question: str, evidence: list[Evidence]) -> set[str]:

@@ -122,7 +122,7 @@ def ungrounded(sentence: str, cited: list[Source]) -> list[str]:
     missing = [
         m.group(0)
         for m in DIGITS.finditer(sentence)
-        if number_value(m.group(0)) not in held or miscounts(counted(sentence, m), held[number_value(m.group(0))])
+        if (value := number_value(m.group(0))) not in held or miscounts(counted(sentence, m), held[value])
     ]
     missing += [m.group(0) for m in NAME.finditer(sentence) if m.group(0).lower() not in lowered]
     coined = [m.group(1) or m.group(2) for m in COINED.finditer(sentence)]
