@@ -27,6 +27,7 @@ QUESTION_FILES = (
     "how_questions.jsonl",
     "asks_questions.jsonl",
     "conversation_questions.jsonl",
+    "blind_questions.jsonl",
 )
 CONVERSATIONS = EVAL_DIR / "conversation_questions.jsonl"
 FLOOR = EVAL_DIR / "floor.json"
@@ -246,14 +247,14 @@ def full_list_texts() -> dict[str, str]:
 
 
 @pytest.mark.parametrize("file_name", QUESTION_FILES)
-def test_answerable_questions_carry_one_to_three_facts_and_unanswerable_ones_none(file_name):
+def test_answerable_questions_carry_one_to_three_facts_an_ask_and_unanswerable_ones_none(file_name):
     for number, item in enumerate(question_lines(file_name), start=1):
         where = f"{file_name}:{number}"
         if not item["gold"]:
             assert "facts" not in item, where
             continue
         facts = item.get("facts")
-        assert isinstance(facts, list) and 1 <= len(facts) <= 3, where
+        assert isinstance(facts, list) and all(1 <= len(ask) <= 3 for ask in item.get("asks") or [facts]), where
         assert all(isinstance(fact, str) and normalize(fact) for fact in facts), where
         assert len({normalize(fact) for fact in facts}) == len(facts), f"{where}: a fact is repeated"
 
