@@ -1,0 +1,127 @@
+"""How well the question is read: kind, filters and, for follow-ups, the papers pointed to, on the
+labelled phrasing set (tests/eval/phrasing_questions.jsonl, issue 41), through `RagService.answer` as a
+user's question goes.
+
+    python benchmarks/reader.py --index /tmp/fullidx --split dev          # a table per kind
+    python benchmarks/reader.py --index /tmp/fullidx --split test --json /tmp/reader.json
+
+A follow-up is asked after its `history`, each earlier question answered in turn and sent back as text,
+as a chat client does. The papers it points to are the ids at its `refers_to` positions among the papers
+that earlier answer cited, in the order it first cited them (what a reader sees numbered); it is read
+right when its answer's focus is exactly those papers. Kinds the product has no answer for yet
+(`reading_list`) count as misses. Filters are compared as sets per field (status, area, author,
+has_code); an answer's `filters` are those applied.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from rag.core.config import with_overrides
+from rag.core.errors import InputError
+from rag.service import RagService
+
+ROOT = Path(__file__).resolve().parent.parent
+PHRASINGS = ROOT / "tests" / "eval" / "phrasing_questions.jsonl"
+
+
+def pointed_to(refers_to: dict, earlier: list[list[str]]) -> set[str]:
+    """The paper ids a follow-up points to, among the papers each earlier answer cited (oldest first)."""
+    cited = earlier[-refers_to["turns_back"]] if refers_to["turns_back"] <= len(earlier) else []
+    positions = refers_to["positions"]
+    if positions == "all":
+        return set(cited)
+    if positions in ("last", "last2"):
+        return set(cited[-(2 if positions == "last2" else 1) :])
+    return {cited[p - 1] for p in positions if 0 < p <= len(cited)}
+
+
+def comparable(filters: dict) -> dict[str, frozenset]:
+    """Filters as sets per field, the empty ones left out."""
+    out = {}
+    for name, value in (filters or {}).items():
+        values = value if isinstance(value, list | tuple) else [value]
+        if values and values != [None]:
+            out[name] = frozenset(str(v) for v in values)
+    return out
+
+
+def read_one(service: RagService, item: dict) -> dict:
+    turns: list[tuple[str, str]] = []
+    earlier: list[list[str]] = []
+    for question in item.get("history") or []:
+        answer = service.answer(question, history=list(turns))
+        turns.append((question, answer.text))
+        earlier.append(answer.cited)
+    started = time.perf_counter()
+    answer = service.answer(item["question"], history=turns)
+    row = {
+        "question": item["question"],
+        "gold_kind": item["kind"],
+        "kind": answer.kind,
+        "kind_ok": answer.kind == item["kind"],
+        "filters_ok": comparable(answer.filters) == comparable(item.get("filters") or {}),
+        "refused": answer.refused,
+        "ms": round((time.perf_counter() - started) * 1000, 1),
+    }
+    if item.get("refers_to"):
+        expected = pointed_to(item["refers_to"], earlier)
+        row["points_ok"] = bool(expected) and set(answer.focus) == expected
+    return row
+
+
+def read_safely(service: RagService, item: dict) -> dict:
+    """`read_one`, with a question the service refuses to take (an `InputError`, e.g. an earlier answer
+    over the history's length limit) counted as read wrong, its reason kept."""
+    try:
+        return read_one(service, item)
+    except InputError as error:
+        wrong = {"question": item["question"], "gold_kind": item["kind"], "kind": "error", "error": str(error)}
+        return {**wrong, "kind_ok": False, "filters_ok": False, **({"points_ok": False} if "refers_to" in item else {})}
+
+
+def table(rows: list[dict]) -> str:
+    by_kind: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        by_kind[row["gold_kind"]].append(row)
+    lines = [f"{'kind':14} {'n':>4} {'kind ok':>8} {'filters ok':>10}  read as"]
+    for kind, group in sorted(by_kind.items()) + [("all", rows)]:
+        read_as = Counter(row["kind"] for row in group).most_common(3)
+        lines.append(
+            f"{kind:14} {len(group):4d} {sum(r['kind_ok'] for r in group) / len(group):8.3f} "
+            f"{sum(r['filters_ok'] for r in group) / len(group):10.3f}  "
+            + ", ".join(f"{name} {count}" for name, count in read_as)
+        )
+    followups = [row for row in rows if "points_ok" in row]
+    if followups:
+        right = sum(row["points_ok"] for row in followups)
+        lines.append(f"follow-ups pointing to the right papers: {right} of {len(followups)}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--index", type=Path, required=True, help="an index of the full list")
+    parser.add_argument("--questions", type=Path, default=PHRASINGS)
+    parser.add_argument("--split", default="dev", choices=["dev", "test", "all"])
+    parser.add_argument("--config", default="extractive")
+    parser.add_argument("--json", type=Path, help="also write every row here")
+    args = parser.parse_args()
+    service = RagService(with_overrides(args.config, vectorstore={"path": str(args.index)}))
+    items = [json.loads(line) for line in args.questions.read_text().splitlines() if line.strip()]
+    items = [item for item in items if args.split == "all" or item["split"] == args.split]
+    rows = [read_safely(service, item) for item in items]
+    print(table(rows))
+    print(f"{time.strftime('%Y-%m-%d %H:%M')}, {args.questions.name} {args.split}, config {args.config}")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
