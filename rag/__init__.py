@@ -75,12 +75,14 @@ def answer(
     config: str | Settings | None = None,
     history: History | None = None,
     k: int | None = None,
-    filters: Filters | None = None,
+    filters: Filters | dict | None = None,
 ) -> Answer:
     """A cited answer: `text` with `[n]` markers that refer to `sources[n - 1]`.
 
     `history`: the conversation so far, oldest first, as (question, answer text) pairs or `Turn`s
     (rag.retrieval.focus); a follow-up that refers back is answered from the papers the last answer cited.
+    `filters`: a `Filters`, or a dict as the JSON APIs take it ({"status": ["Oral"]}). Input that can't be
+    used (a question that is not text, a malformed history or filter) is an `InputError` saying why.
     """
     return get_service(config).answer(question, history=history, k=k, filters=filters)
 
@@ -90,14 +92,14 @@ def stream_answer(
     config: str | Settings | None = None,
     history: History | None = None,
     k: int | None = None,
-    filters: Filters | None = None,
+    filters: Filters | dict | None = None,
 ) -> Iterator[str | Answer]:
     """Text pieces as the model writes them, then the final `Answer`."""
     return get_service(config).stream_answer(question, history=history, k=k, filters=filters)
 
 
 def retrieve(
-    question: str, k: int | None = None, config: str | Settings | None = None, filters: Filters | None = None
+    question: str, k: int | None = None, config: str | Settings | None = None, filters: Filters | dict | None = None
 ) -> list[Source]:
     """The best-matching papers (k of them, default `retrieval.k`), one `Source` each, best first."""
     return get_service(config).retrieve(question, k=k, filters=filters)
@@ -108,28 +110,30 @@ def related(
     abstract: str | None = None,
     k: int | None = None,
     config: str | Settings | None = None,
-    filters: Filters | None = None,
+    filters: Filters | dict | None = None,
 ) -> Related:
     """The k papers most related to a stored `paper` (its OpenReview id, or its title as stored) or to your
     own `abstract`, never the paper itself, best first; each of `.papers` has its `source` and its `tie`, the
     pair of sentences (one from each abstract) that ties them. `.text` lists them, cited ([1]: the paper)."""
     from rag.answering.related import find_related
+    from rag.core.filters import given_filters
 
-    return find_related(get_service(config), paper, abstract=abstract, k=k, filters=filters)
+    return find_related(get_service(config), paper, abstract=abstract, k=k, filters=given_filters(filters))
 
 
 def paper_map(
-    config: str | Settings | None = None, filters: Filters | None = None, rebuild: bool = False
+    config: str | Settings | None = None, filters: Filters | dict | None = None, rebuild: bool = False
 ) -> PaperMap:
     """The map of the conference stored with the index: `.points` (paper_id, title, x, y, theme, status,
     primary_area) of the papers `filters` admit, `.themes` the themes' names, `.placed` how many papers are
     placed in all; `rebuild` lays every paper out afresh first (as `rag map --rebuild`)."""
     from rag.answering.paper_map import read_map, rebuild_map
+    from rag.core.filters import given_filters
 
     service = get_service(config)
     if rebuild:
         rebuild_map(service)
-    return read_map(service, filters)
+    return read_map(service, given_filters(filters))
 
 
 def as_retriever(

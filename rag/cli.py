@@ -2,7 +2,9 @@
 does is in rag/commands.py).
 
 Only argparse is imported up front, so `rag --help` is instant. Errors meant for the user
-(`RagError`) print as one line on stderr and exit 1; no traceback reaches the terminal.
+(`RagError`) print as one line on stderr and exit 1; no traceback reaches the terminal. Whatever a command
+prints, on stdout and stderr, passes through `terminal_text` (`PlainOutput`): a title, an area or a line of a
+questions file holding escape sequences reaches the terminal as plain characters, never as commands to it.
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from contextlib import redirect_stderr, redirect_stdout
+from typing import Any, TextIO
 
+from rag.chat_command import run_chat
 from rag.commands import (
     run_ask,
-    run_chat,
     run_eval,
     run_fetch,
     run_ingest,
@@ -29,6 +33,14 @@ from rag.map_command import run_map
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.run is run_mcp:  # stdout carries the MCP protocol's messages (JSON, which escapes what it must)
+        return run(args)
+    with redirect_stdout(PlainOutput(sys.stdout, keep="\r\n")), redirect_stderr(PlainOutput(sys.stderr, keep="\r")):
+        return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The command, its errors meant for the user as one line on stderr."""
     from rag.core.errors import RagError
 
     try:
@@ -54,6 +66,26 @@ def reader_went_away() -> int:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     return 141  # 128 + SIGPIPE: what a shell reports for a tool that a closed pipe stopped
+
+
+class PlainOutput:
+    """A stream (stdout, stderr) whose every write passes through `terminal_text` (rag/core/text.py): the one
+    path what the `rag` command prints takes to the terminal. `keep`: control characters passed on where they
+    stand together so (stdout keeps the line ends of a CSV export, "\\r\\n"; stderr the carriage return that
+    redraws a progress bar in place)."""
+
+    def __init__(self, stream: TextIO, keep: str = ""):
+        from rag.core.text import terminal_text
+
+        self.stream, self.keep, self.shown = stream, keep, terminal_text
+
+    def write(self, text: str) -> int:
+        parts = text.split(self.keep) if self.keep else [text]
+        self.stream.write(self.keep.join(map(self.shown, parts)))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding, buffer: the stream's
+        return getattr(self.stream, name)
 
 
 INDEX_HELP = "the index folder to use (sets vectorstore.path, on disk; default: the per-user index)"

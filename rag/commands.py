@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
 
 
 def filters_from(args: argparse.Namespace):
@@ -37,10 +36,11 @@ def run_ingest(args: argparse.Namespace) -> int:
     for problem in report.problems:
         print(f"warning: {problem}", file=sys.stderr)
     print(report.summary())
+    if report.map_error:  # the papers are stored all the same (rag/answering/paper_map.py, with_map)
+        print(f"error: {report.map_error}", file=sys.stderr)
     if report.problems:
         print(f"error: skipped {len(report.problems)} bad lines or files (warnings above)", file=sys.stderr)
-        return 1
-    return 0
+    return 1 if report.problems or report.map_error else 0
 
 
 def run_fetch(args: argparse.Namespace) -> int:
@@ -83,6 +83,7 @@ def run_ask(args: argparse.Namespace) -> int:
     --export, stdout holds the export alone (so `> refs.bib` is a clean file) and one line on stderr
     says what it holds.
     """
+    from rag.core.text import terminal_json
     from rag.core.types import Answer
 
     service = service_from(args)
@@ -99,7 +100,7 @@ def run_ask(args: argparse.Namespace) -> int:
         if streamed:
             streamed.end()
     if args.json:
-        print(json.dumps(final.to_dict(), indent=2, ensure_ascii=False))
+        print(terminal_json(final.to_dict()))
         return 0
     if args.export:
         return print_export(final, args.export)
@@ -152,6 +153,7 @@ def run_related(args: argparse.Namespace) -> int:
     from rag.answering.related import find_related
     from rag.core.errors import InputError
     from rag.core.markup import plain_text
+    from rag.core.text import terminal_json
 
     if args.paper.strip() and args.file:
         raise InputError("give a paper (its id or title) or --file with your abstract, not both")
@@ -168,73 +170,13 @@ def run_related(args: argparse.Namespace) -> int:
     service = service_from(args)
     found = find_related(service, args.paper, abstract, args.k, filters_from(args), args.method)
     if args.json:
-        print(json.dumps(found.to_payload(), indent=2, ensure_ascii=False))
+        print(terminal_json(found.to_payload()))
         return 0
     print(plain_text(found.text))
     print("\nSources ([1] is the paper given):")
     for number, source in enumerate(found.sources, start=1):
         print(f"[{number}] {plain_text(source.title)} ({source.paper_id})")
     return 0
-
-
-def run_chat(args: argparse.Namespace) -> int:
-    """A conversation: questions read line by line after a "> " prompt, each answered as `rag ask` answers
-    it, with the conversation so far (and the papers its last answer cited) as its history. Ctrl-D (end of
-    input) ends it; Ctrl-C drops the line being typed, or stops the answer being made, and asks again.
-    Plain text only, no cursor movement: a screen reader reads it line by line."""
-    from rag.core.errors import InputError
-    from rag.retrieval.focus import Turn
-
-    service = service_from(args)
-    filters = filters_from(args)
-    if not args.questions:
-        print("Ask about the indexed abstracts; a follow-up may say \"it\" or \"they\". Ctrl-D ends.", flush=True)
-    history: list[Turn] = []
-    for line in typed_questions() if not args.questions else filed_questions(args.questions):
-        if not line.strip():
-            continue
-        try:
-            final = service.answer(line, history=history, k=args.k, filters=filters, understand=args.understand)
-        except InputError as err:  # one unusable question is named; the conversation goes on
-            print(f"error: {err}", flush=True)
-            continue
-        except KeyboardInterrupt:
-            print("(stopped; not part of the conversation)", flush=True)
-            continue
-        print_answer(final, service)
-        print(flush=True)
-        history.append(Turn.of(final))
-    return 0
-
-
-def typed_questions() -> Iterator[str]:
-    """Lines typed after a "> " prompt, until Ctrl-D (end of input), which ends with a newline so the
-    shell's prompt starts on a line of its own. No readline: nothing but plain text reaches the terminal."""
-    while True:
-        try:
-            yield input("> ")
-        except EOFError:
-            print()
-            return
-        except KeyboardInterrupt:  # the line typed so far is dropped, as at a shell's prompt
-            print()
-
-
-def filed_questions(path: str) -> Iterator[str]:
-    """The lines of a questions file, each shown after the prompt as if typed, so the output reads as a
-    conversation."""
-    from pathlib import Path
-
-    from rag.core.errors import InputError
-
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read questions from {path}: {err}") from None
-    for line in lines:
-        if line.strip():
-            print(f"> {line}", flush=True)
-            yield line
 
 
 def print_export(answer, fmt: str) -> int:
@@ -283,6 +225,7 @@ def run_stats(args: argparse.Namespace) -> int:
 
 
 def run_eval(args: argparse.Namespace) -> int:
+    from rag.core.text import terminal_json
     from rag.evaluate import ServiceSystem, evaluate, load_questions, metrics_table
     from rag.evaluate_counts import evaluate_counts, is_count_set
     from rag.evaluate_related import is_related_file
@@ -297,7 +240,7 @@ def run_eval(args: argparse.Namespace) -> int:
         return 0
     if is_overview_set(args.questions):  # overview questions: how well the themes separate papers
         report = overview_report(service_from(args), args.questions, args.split)
-        print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else report_table(report))
+        print(terminal_json(report) if args.json else report_table(report))
         return 0
     questions = load_questions(args.questions, args.split)
     service = service_from(args, retrieval={"mode": args.mode} if args.mode else {})
@@ -311,11 +254,13 @@ def run_eval(args: argparse.Namespace) -> int:
     report = evaluate(system, questions, k, label=args.questions, split=args.split)
     report.missing_gold = missing
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        print(terminal_json(report.to_dict()))
         return 0
     print(metrics_table([report]))
     if missing:
-        print(f"warning: {len(missing)} gold papers are not in the index: {', '.join(missing[:10])}", file=sys.stderr)
+        from rag.core.wording import counted
+
+        print(f"warning: {counted(len(missing), 'gold paper')} not in the index: {', '.join(missing[:10])}", file=sys.stderr)
     if args.misses:
         for row in report.misses():
             what = "refused" if row.refused else f"rank {row.rank() or '>' + str(k)}"
@@ -376,7 +321,7 @@ def run_serve(args: argparse.Namespace) -> int:
     service.ensure_index()
     from ui.serve import build_server, serve
 
-    serve(build_server(service, api_key=api_key, auth=auth), host, port)
+    serve(build_server(service, api_key=api_key, auth=auth), host, port, settings.trusted_proxies)
     return 0
 
 

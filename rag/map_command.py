@@ -6,7 +6,6 @@ offline, `--rebuild` a full layout afresh. Its options are in rag/cli.py, beside
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from rag.commands import filters_from, service_from
@@ -15,6 +14,8 @@ from rag.commands import filters_from, service_from
 def run_map(args: argparse.Namespace) -> int:
     from rag.answering.paper_map import read_map, rebuild_map
     from rag.core.errors import InputError
+    from rag.core.text import terminal_json
+    from rag.core.wording import counted
 
     if args.html is not None and not args.html.strip():
         raise InputError("--html: empty; give the file to write the map to")
@@ -22,16 +23,18 @@ def run_map(args: argparse.Namespace) -> int:
     if args.rebuild:
         print(rebuild_map(service).summary(), file=sys.stderr)
     found = read_map(service, filters_from(args))
+    if stale := found.stale():
+        print(f"warning: {stale}", file=sys.stderr)
     if args.html:
         write_html(found, args.html, args.colour)
     if args.json:
-        print(json.dumps(found.to_payload(), ensure_ascii=False))
+        print(terminal_json(found.to_payload(), indent=None))
         return 0
     filters = "; ".join(found.filters.labels())
     shown = f"{len(found.points):,} of them shown (filters: {filters})" if filters else ""
-    print(f"{found.placed:,} papers placed{'; ' + shown if shown else ''}; {len(found.themes)} themes:")
+    print(f"{counted(found.placed, 'paper')} placed{'; ' + shown if shown else ''}; {len(found.themes)} themes:")
     for number, (name, papers) in enumerate(found.theme_sizes(), start=1):
-        print(f"{number:3}. {name} ({papers:,} papers)")
+        print(f"{number:3}. {name} ({counted(papers, 'paper')})")
     return 0
 
 

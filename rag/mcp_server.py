@@ -112,6 +112,7 @@ def papers_server():
 
 def add_tools(server, service: RagService) -> None:
     """The tools `search_papers` and `ask` and the `paper://` resource, each delegating to `service`."""
+    from mcp.server.mcpserver import ResourceSecurity
     from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
     from mcp.shared.uri_template import UriTemplate
     from mcp.types import ToolAnnotations
@@ -148,7 +149,12 @@ def add_tools(server, service: RagService) -> None:
             raise ToolError(str(err)) from None
         return answer.to_payload()
 
-    @server.resource(PAPER_URI, mime_type="application/json", description="A paper's abstract and data.")
+    # An id is a key looked up in the index, never a path: the SDK's checks for paths (no "/" first, no "..",
+    # no "x:" drive) made "/lead", "../up" or "x:y" an unknown resource. Its check for NUL stays.
+    ids_not_paths = ResourceSecurity(reject_path_traversal=False, reject_absolute_paths=False)
+
+    @server.resource(PAPER_URI, mime_type="application/json", description="A paper's abstract and data.",
+                     security=ids_not_paths)  # fmt: skip
     def paper(paper_id: str) -> str:
         try:
             found = service.paper(paper_id)

@@ -24,14 +24,24 @@ from rag.answering.kinds import kind_answer
 from rag.answering.paper_map import with_map
 from rag.answering.pipeline import AnswerPipeline
 from rag.answering.providers import Provider, make_provider, provider_label
-from rag.core.config import BUNDLED_SEEDS, Settings, checked_k, load_config
-from rag.core.filters import PICKERS, Filters
+from rag.core.config import BUNDLED_SEEDS, Settings, checked_k, load_config, with_overrides
+from rag.core.errors import StoreError
+from rag.core.filters import PICKERS, Filters, given_filters
 from rag.core.text import clean_question
 from rag.core.types import Answer, Source
 from rag.index.access import IndexAccess
 from rag.index.embeddings import CachedEmbeddings, load_tokenizer, make_embeddings
 from rag.index.lexical import LexicalStore, Revision
-from rag.index.setup import Choice, IndexSetup, check_index_folder, choose_index, index_files, stored_indexes
+from rag.index.setup import (
+    Choice,
+    IndexSetup,
+    check_index_folder,
+    choose_index,
+    index_files,
+    is_read_only,
+    readable_copy,
+    stored_indexes,
+)
 from rag.index.store import PaperIndex, open_client
 from rag.ingest.chunking import Chunker
 from rag.ingest.pipeline import IngestReport, ingest_files
@@ -62,9 +72,15 @@ class RagService:
         provider: Provider | None = None,
     ):
         self.config = load_config(config)
+        self.read_only: Path | None = None  # an index this user can't write to, read from a copy (readable_copy)
+        store = self.config.vectorstore
+        if client is None and store.mode == "persistent" and is_read_only(store.path):
+            self.read_only = store.path
+            self.config = with_overrides(self.config, vectorstore={"path": str(readable_copy(store.path))})
         # Another process may write to an on-disk index this service reads (see `reading`).
         reopenable = client is None and self.config.vectorstore.mode == "persistent"
-        self.access = IndexAccess(reopenable, lambda: self.index.revision(), self._reopen)
+        folder = self.config.vectorstore.path if reopenable else None  # its writers take turns (rag/index/access.py)
+        self.access = IndexAccess(reopenable, lambda: self.index.revision(), self._reopen, folder)
         self._has_papers = False  # seen a non-empty index (see ensure_index)
         self._embeddings_given = embeddings is not None  # the caller's: they must suit the index's setup
         if embeddings is not None:
@@ -115,6 +131,8 @@ class RagService:
     @property
     def where(self) -> str:
         store = self.config.vectorstore
+        if self.read_only:
+            return f"at {self.read_only} (read-only to this user: read from a copy at {store.path})"
         return f"at {store.path}" if store.mode == "persistent" else f"on {store.host}:{store.port}"
 
     @cached_property
@@ -181,7 +199,13 @@ class RagService:
         self, paths: Iterable[str | Path] = (), prune: bool = False, strict: bool = False, progress: bool = False
     ) -> IngestReport:
         """Ingest paper files (default: the bundled seeds). Bad lines are reported, not fatal, unless strict."""
-        with self.access.writing_here():  # the map follows the papers (rag/answering/paper_map.py)
+        if self.read_only:
+            raise StoreError(
+                f"the index at {self.read_only} is read-only to this user: ingest can't write to it (questions are "
+                "answered from a copy); ingest into a folder you can write to (--index PATH)"
+            )
+        # Alone among the folder's writers; the map follows the papers (rag/answering/paper_map.py).
+        with self.access.writing_here(opened="client" in self.__dict__):
             files = list(paths) or [BUNDLED_SEEDS]
             self.index.paper_count()  # reach the store first: if it is down, fail before any progress bar
             report = ingest_files(files, self.index, self.chunker, self.config.ingest, prune, strict, progress)
@@ -245,16 +269,16 @@ class RagService:
 
     # -- questions --------------------------------------------------------------------------
 
-    def retrieve(self, question: str, k: int | None = None, filters: Filters | None = None) -> list[Source]:
+    def retrieve(self, question: str, k: int | None = None, filters: Filters | dict | None = None) -> list[Source]:
         """The top-k papers for a question, one Source each, best first."""
         return self.search(self.clean_question(question), k, filters)
 
-    def search(self, question: str, k: int | None = None, filters: Filters | None = None) -> list[Source]:
+    def search(self, question: str, k: int | None = None, filters: Filters | dict | None = None) -> list[Source]:
         """`retrieve` for a question cleaned already (each question is cleaned once, where it comes in)."""
         k = self.config.retrieval.k if k is None else checked_k(k)
         self.ensure_index()
         with self.reading() as state:
-            return self.retriever.retrieve(question, k, filters or Filters(), state)
+            return self.retriever.retrieve(question, k, given_filters(filters), state)
 
     def answer(self, question: str, **options) -> Answer:
         """A cited answer; see `stream_answer` for the options."""
@@ -266,7 +290,7 @@ class RagService:
         question: str,
         history: History | None = None,
         k: int | None = None,
-        filters: Filters | None = None,
+        filters: Filters | dict | None = None,
         understand: bool | None = None,
         dropped: Iterable[str] = (),
     ) -> Iterator[str | Answer]:
@@ -282,7 +306,7 @@ class RagService:
         read = self.config.questions.understand if understand is None else understand
         asked = standalone.question
         understood = self.understand(asked) if read else Understood(asked, asked)
-        explicit, dropped = filters or Filters(), frozenset(dropped)
+        explicit, dropped = given_filters(filters), frozenset(dropped)
         applied = understood.applied(explicit, dropped)
         stamp = {
             "question": question,

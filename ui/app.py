@@ -153,6 +153,8 @@ class ChatHandlers:
         return [gr.DownloadButton(value=str(self.files.write(latest, fmt)), visible=True) for fmt in DOWNLOADS]
 
     def clear(self) -> tuple[list, list, str, str]:
+        """"Clear chat", or the chat's own clear icon: the answers go, and after them the focus, the chips and
+        the panels (an empty chat must leave no paper in focus for the next question)."""
         return [], [], sources_panel_html(None, 0), ""
 
     def ask(
@@ -287,7 +289,7 @@ def build_app(service: RagService) -> gr.Blocks:
         refresh(examples.load_input_event.then(**respond))
         redo = {**respond, "fn": handlers.drop_understood, "inputs": [understood, chatbot, answers, *pickers]}
         refresh(understood.input(**redo))
-        refresh(clear.click(handlers.clear, outputs=outputs, api_visibility="private", queue=False))
+        refresh(gr.on([clear.click, chatbot.clear], handlers.clear, outputs=outputs, queue=False, **private))
         clear_focus.click(cleared, inputs=[focus_for], outputs=[focus, focus_for], api_visibility="private", queue=False)
         chatbot.select(handlers.show_sources, inputs=[answers], outputs=[panel], api_visibility="private")
         demo.load(handlers.header, outputs=[header], api_visibility="private", **PAGE_LOAD)
@@ -369,9 +371,7 @@ def launch(
     block: bool = True,
 ) -> str:
     """Serve the app; returns its local URL (at once when `block` is False, else when it stops)."""
-    from starlette.middleware import Middleware
-
-    from ui.guard import Gate
+    from ui.guard import gradio_app_options
 
     _, url, share_url = demo.launch(
         server_name=host,
@@ -384,7 +384,7 @@ def launch(
         footer_links=["api"],
         show_error=False,
         quiet=True,  # Gradio's own banner suggests `share=True` in code; ours names the CLI option
-        app_kwargs={"middleware": [Middleware(Gate)]},  # what a client without a login reaches; no uploads
+        **gradio_app_options(),  # what a client without a login reaches; no uploads, no route list
     )
     if block:
         where = f"{url} and {share_url}" if share_url else url

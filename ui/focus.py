@@ -18,6 +18,9 @@ from rag.retrieval.focus import History, Turn
 from ui.render import focus_choices
 
 FOCUS_LABEL = "Papers in focus: a follow-up that refers back (“what dataset do they use?”) is asked of these"
+# The papers the picker offers: an answer's first ones, as the panel ranks them. A list or an overview cites
+# dozens; a follow-up asked of all of them is not about "them", and a tick per paper would fill the page.
+FOCUS_CHOICES = 8
 
 
 def focus_picker() -> tuple[gr.CheckboxGroup, gr.Button]:
@@ -31,13 +34,18 @@ def focus_picker() -> tuple[gr.CheckboxGroup, gr.Button]:
 
 
 def focus_updates(answers: list[Answer | None]) -> tuple[dict, dict, int]:
-    """The picker and its clear button for the last answer (its sources, those it cited ticked), and the
-    number of answers the picker is for (a question sent before the picker caught up is asked as if
-    nothing were picked)."""
+    """The picker and its clear button for the last answer (its first FOCUS_CHOICES sources, those it cited
+    ticked: the focus of its next follow-up), and the number of answers the picker is for (a question sent
+    before the picker caught up is asked as if nothing were picked)."""
     last = answers[-1] if answers else None
     if last is None or not last.sources:
         return gr.update(choices=[], value=[], visible=False), gr.update(visible=False), len(answers)
-    picker = gr.update(choices=focus_choices(last), value=list(last.cited), visible=True)
+    choices = focus_choices(last)
+    offered = choices[:FOCUS_CHOICES]
+    more = f" (the first {len(offered)} of its {len(choices)} papers)" if len(choices) > len(offered) else ""
+    label = FOCUS_LABEL + more
+    ticked = [paper for _, paper in offered if paper in set(last.cited)]
+    picker = gr.update(choices=offered, value=ticked, label=label, visible=True)
     return picker, gr.update(visible=True), len(answers)
 
 

@@ -12,6 +12,7 @@ from typing import Literal
 
 from rag.answering.paper_map import PaperMap, ShownPoint
 from rag.core.markup import plain_text
+from rag.core.wording import plural
 
 ColourBy = Literal["theme", "area"]
 # Plotly's Dark24 then Light24: enough colours for the themes (20) and the areas.
@@ -52,7 +53,7 @@ def heading(found: PaperMap, colour_by: ColourBy) -> str:
     """The map's heading: how many papers it shows, and what colours them."""
     count = len(found.points)
     shown = f"{count:,} of {found.placed:,}" if count < found.placed else f"all {found.placed:,}"
-    return f"Map of the conference: {shown} papers, coloured by {colour_by}"
+    return f"Map of the conference: {shown} {plural('paper', found.placed)}, coloured by {colour_by}"
 
 
 def highlighted_name(count: int) -> str:

@@ -17,9 +17,16 @@ from rag.answering.paper_map import PaperMap, ShownPoint
 from ui.map_data import CROWD, PALETTE, ColourBy, groups_of, heading, highlighted_name, hover_text
 
 
+def as_text(text: str) -> str:
+    """`text` for a Plotly label (hover text, a legend's name), which reads a few HTML tags (<a href>, <span
+    style>, <b>): `<`, `>` and `&` escaped. Quotes are not: Plotly reads back `&lt;`, `&gt;`, `&amp;` and numbered
+    entities, not `&quot;`, which would show as written (and with no tag, a quote is only a quote)."""
+    return escape(text, quote=False)
+
+
 def hover(point: ShownPoint) -> str:
-    """`hover_text`, escaped: Plotly reads a few HTML tags in hover text."""
-    return escape(hover_text(point))
+    """`hover_text`, as text."""
+    return as_text(hover_text(point))
 
 
 def scatter(points: list[ShownPoint], name: str, marker: dict) -> go.Scattergl:
@@ -43,8 +50,9 @@ def map_figure(found: PaperMap, colour_by: ColourBy = "theme", highlight: Collec
     highlight = set(highlight)
     dim = bool(highlight & {point.paper_id for point in found.points})
     size = 5 if len(found.points) > CROWD else 9  # thousands of papers need small points; a few, ones to see
-    traces = [
-        scatter(points, f"{name} ({len(points):,})", {"size": size, "color": colour, "opacity": 0.25 if dim else 0.75})
+    opacity = 0.25 if dim else 0.75
+    traces = [  # an area's name is any text a record holds: as text, never markup (`as_text`)
+        scatter(points, as_text(f"{name} ({len(points):,})"), {"size": size, "color": colour, "opacity": opacity})
         for (name, points), colour in zip(groups_of(found, colour_by), cycle(PALETTE))
     ]
     if chosen := [point for point in found.points if point.paper_id in highlight]:

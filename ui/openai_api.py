@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any, Literal
 
 import anyio
-from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -27,12 +27,14 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from rag.core.config import RequestK, config_names
+from rag.core.config import RequestK, config_names, load_config, served_by
 from rag.core.errors import InputError, RagError, StoreError, first_problem
 from rag.core.filters import FilterSpec, as_filters
 from rag.core.types import Answer
 from rag.service import RagService, get_service
+from ui.guard import MAX_CALL_BYTES
 from ui.map_api import add_map_route
 from ui.related_api import add_related_route
 from ui.slots import AnswerSlots, QueueFull
@@ -134,7 +136,8 @@ class RetrieveRequest(BaseModel):
 
 
 class Models:
-    """`model` names a config: the server's own, or any in configs/ (each built once, when first asked)."""
+    """`model` names a config: the server's own, or any in configs/ (each built once, when first asked,
+    over the server's index: `served_by`)."""
 
     def __init__(self, service: RagService):
         self.service = service
@@ -147,7 +150,7 @@ class Models:
             return self.service
         if name not in config_names():  # never a path: a client must not make the server read files
             raise ApiError(404, f"The model '{name}' does not exist", param="model", code="model_not_found")
-        return get_service(name)
+        return get_service(served_by(load_config(name), self.service.config))  # the server's index, always
 
 
 def add_openai_routes(
@@ -158,7 +161,9 @@ def add_openai_routes(
     same machine, every request comes from loopback). With a `login` for the page and no key, /v1 is
     closed: a login guards every route that answers questions, and API clients can't log in."""
     models = Models(service)
-    v1 = APIRouter(prefix="/v1", dependencies=[Depends(key_check(service, api_key, login))])
+    # The key is checked before the body is read, and no body over the cap is read (ApiGate; FastAPI's own limit).
+    app.add_middleware(ApiGate, check_key=key_check(service, api_key, login))
+    v1 = APIRouter(prefix="/v1", max_body_size=MAX_CALL_BYTES)
 
     @v1.get("/models")
     def list_models() -> dict:
@@ -223,6 +228,28 @@ def key_check(service: RagService, api_key: str | None, login: bool) -> Callable
     return check_key
 
 
+class ApiGate:
+    """ASGI middleware: a /v1 request passes `check_key` on its headers before any of its body is read
+    (FastAPI reads the body before a route's dependencies run), and one whose Content-Length is over the
+    cap is refused unread; each with its error sent at once. A body sent without a length is held to
+    the cap as it comes in, by FastAPI's `max_body_size` on the router."""
+
+    def __init__(self, app: ASGIApp, check_key: Callable[[Request], None]):
+        self.app, self.check_key = app, check_key
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and (scope["path"] == "/v1" or scope["path"].startswith("/v1/")):
+            request = Request(scope)
+            try:
+                self.check_key(request)
+                length = request.headers.get("content-length", "")  # the server refuses one that isn't a number
+                if length.isdigit() and int(length) > MAX_CALL_BYTES:
+                    raise ApiError(413, f"the request body is over {MAX_CALL_BYTES:,} bytes")
+            except ApiError as err:
+                return await api_error_response(request, err)(scope, receive, send)
+        await self.app(scope, receive, send)
+
+
 def add_unknown_route(v1: APIRouter) -> None:
     """Any other /v1 request, declared after the routes that answer: a 405 or 404 in the API's own error
     format (without it, the chat page mounted at / would answer with its own)."""
@@ -278,6 +305,8 @@ async def http_error_response(request: Request, err: HTTPException) -> Response:
     cause = err.__cause__
     if isinstance(cause, UnicodeDecodeError):
         message = f"the body is not UTF-8 text (byte 0x{cause.object[cause.start]:02x} at position {cause.start})"
+    elif err.status_code == 413:  # FastAPI's max_body_size: refused from Content-Length, or once the cap is passed
+        message = f"the request body is over {MAX_CALL_BYTES:,} bytes"
     elif isinstance(cause, RecursionError):
         message = "the body is not JSON this server reads: it is nested too deeply"
     else:

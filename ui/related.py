@@ -75,6 +75,8 @@ def add_more_like_this(service: Any, panel: gr.HTML) -> gr.HTML:
         except RagError as err:  # an id the index no longer holds, a store that went away
             return error_html(str(err))
 
+    # Another answer's sources (or none, the chat cleared): the related papers of one of the old cards go.
+    panel.change(lambda: "", outputs=[shown], api_visibility="private", queue=False)
     event = panel.click(more_like_this, outputs=[shown], api_visibility="private")
     event.then(None, js=SCROLL_JS, api_visibility="private")  # below a long panel: brought into view
     return shown

@@ -14,9 +14,11 @@ import re
 from html import escape
 from typing import Any
 
+from rag.core.filters import as_filters
 from rag.core.markers import MARKER, attach_marker, split_sentences
 from rag.core.markup import markup_html, plain_text
 from rag.core.types import PASSAGE_GAP, Answer, Source, Span, by_relevance, safe_url
+from rag.core.wording import plural
 from rag.retrieval.related import OWN_ABSTRACT_ID
 from rag.retrieval.words import source_sentences
 from ui.themes import themes_html
@@ -121,7 +123,9 @@ def list_html(answer: Answer, turn: int) -> str:
 def refusal_html(answer: Answer) -> str:
     """A refusal in words, its figures behind a toggle. The closest papers are the panel's cards,
     so they are not named again here."""
-    where = "the closest papers are in the sources panel" if answer.sources else "no paper in the index matches it"
+    where = f"{escape(no_paper(answer))} matches it"
+    if answer.sources:
+        where = "the closest papers are in the sources panel"
     html = (
         '<p class="rag-answer rag-note rag-refused"><strong>Not answered:</strong> '
         f"the indexed abstracts don't answer this question; {where}.</p>"
@@ -129,6 +133,13 @@ def refusal_html(answer: Answer) -> str:
     if answer.refusal_reason:
         html += f'<details class="rag-why"><summary>Why</summary>{escape(answer.refusal_reason)}</details>'
     return html
+
+
+def no_paper(answer: Answer) -> str:
+    """'no paper in the index', naming the filters applied when there are some: 'no paper with status: Oral in
+    the index'."""
+    labels = as_filters(answer.filters).labels()
+    return f"no paper {'with ' + '; '.join(labels) + ' ' if labels else ''}in the index"
 
 
 def checked_text_html(answer: Answer, turn: int) -> str:
@@ -194,7 +205,7 @@ def sources_panel_html(answer: Answer | None, turn: int) -> str:
     if not answer.sources and answer.table:
         return '<div class="rag-panel-empty">Counted from the stored metadata: the counts are below.</div>'
     if not answer.sources:
-        return '<div class="rag-panel-empty">No paper in the index matched this question.</div>'
+        return f'<div class="rag-panel-empty">{escape("N" + no_paper(answer)[1:])} matched this question.</div>'
     cited = set(answer.cited)
     highlights = supporting_sentences(answer)
     heading = "Closest papers (none close enough to answer)" if answer.refused else "Sources"
@@ -300,10 +311,11 @@ def answer_payload(answer: Answer, export: str | None = None) -> dict[str, Any]:
 
 def header_html(model: str, stats: dict[str, Any]) -> str:
     """The line under the title: which model answers and how big the index is."""
+    papers, chunks = stats.get("papers", 0), stats.get("chunks", 0)
     return (
         f'<div class="rag-header">Model: <code class="rag-model">{escape(model)}</code> · '
-        f'index: <span class="rag-papers">{stats.get("papers", 0):,}</span> papers, '
-        f'<span class="rag-chunks">{stats.get("chunks", 0):,}</span> chunks · '
+        f'index: <span class="rag-papers">{papers:,}</span> {plural("paper", papers)}, '
+        f'<span class="rag-chunks">{chunks:,}</span> {plural("chunk", chunks)} · '
         f"embeddings: <code>{escape(str(stats.get('embedding', '')))}</code> · "
         f"config: <code>{escape(str(stats.get('config', '')))}</code></div>"
     )

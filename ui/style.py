@@ -38,7 +38,11 @@ CSS = """
 .rag-list-table th, .rag-list-table td { text-align: left; vertical-align: top; padding: 0.25em 0.4em;
   border-bottom: 1px solid var(--border-color-primary); }
 .rag-list-table td:first-child { white-space: nowrap; }
-.rag-list-table .rag-area { color: var(--body-text-color-subdued); font-size: 0.85em; max-width: 11em; }
+/* The chat's messages may break a word anywhere to fit; a table's cells break only between words (a column
+   as narrow as its longest word), and a table wider than the message scrolls across. */
+.rag-list-table { display: block; max-width: 100%; overflow-x: auto; }
+.rag-list-table th, .rag-list-table td { overflow-wrap: normal; word-break: normal; hyphens: manual; }
+.rag-list-table .rag-area { color: var(--body-text-color-subdued); font-size: 0.85em; min-width: 8em; max-width: 14em; }
 .rag-list-table .rag-quote { font-size: 0.92em; }
 .rag-badge { border-radius: 0.6em; padding: 0 0.45em; font-size: 0.85em; white-space: nowrap;
   background: var(--neutral-200); color: var(--neutral-800); }
@@ -55,6 +59,10 @@ CSS = """
    would then spill over what sits below it (the download buttons) instead of scrolling. */
 #rag-sources { max-height: 760px; overflow-y: auto !important; }
 #rag-downloads { margin-top: 0.4em; }
+/* A count's chart takes no room until Vega has drawn it (its script loads on the first chart): no blank box */
+#rag-tally-chart:not(:has(svg.marks)) { max-height: 0; overflow: hidden; padding: 0; border-width: 0; }
+/* Papers in focus: a few ticks in a box that scrolls, not a column as long as a long answer */
+#rag-focus-picker .wrap { max-height: 16em; overflow-y: auto; }
 .rag-themes { margin: 0.4em 0; padding-left: 1.4em; }
 .rag-theme { margin: 0.35em 0; }
 .rag-theme-name { font-weight: 600; }

@@ -66,6 +66,7 @@ def lab_environment(base: dict[str, str], chroma_port: int, **settings: str) -> 
     env.update(
         RAG_VECTORSTORE__MODE="http", RAG_VECTORSTORE__HOST=HOST, RAG_VECTORSTORE__PORT=str(chroma_port),
         ABSTRACT_RAG_API_KEY=KEY, LAB_LOGIN=":".join(LOGIN), RAG_UI__AUTH_ENV="LAB_LOGIN",
+        RAG_UI__TRUSTED_PROXIES=HOST,  # nginx: its X-Forwarded-For names each client (docs/operations.md)
     )  # fmt: skip
     env.update(settings)
     if embedding_cache := base.get("RAG_EMBEDDING__ONNX_CACHE"):

@@ -26,6 +26,7 @@ from rag.core.errors import InputError
 from rag.core.filters import Filters
 from rag.core.markup import plain_text
 from rag.core.types import Answer, Source
+from rag.core.wording import scope
 from rag.index.lexical import terms
 from rag.retrieval.refusal import evidence_score, refusal_reason
 from rag.retrieval.understand import Understood, alternatives, without_kind_words
@@ -180,8 +181,7 @@ def _line(number: int, source: Source, topic: str) -> str:
 
 def _scope(applied: Filters) -> str:
     """The papers searched, in words: 'the papers with status: Oral', 'the index'."""
-    labels = applied.labels()
-    return "the papers with " + "; ".join(labels) if labels else "the index"
+    return scope(applied.labels())
 
 
 def names(title: str, left_out: str) -> bool:

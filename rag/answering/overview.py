@@ -18,6 +18,7 @@ from rag.answering.theme_sentences import theme_sentence
 from rag.answering.themes import MIN_PAPERS, OTHERS, Group, find_themes
 from rag.core.markup import plain_text
 from rag.core.types import Answer, Quote, Theme
+from rag.core.wording import counted
 from rag.retrieval.overview_words import asks_about_evaluation
 
 if TYPE_CHECKING:
@@ -49,7 +50,8 @@ def overview_answer(
             replace(theme, summary=theme_sentence(pipeline, topic.text, theme.quotes, titles)) if theme.words else theme
             for theme in themes  # not for the other papers, which share no theme to say
         ]
-    grouped = f"grouped into {len(themes)} themes by what {'their evaluations say' if evaluation else 'they do'}"
+    what = "their evaluations say" if evaluation else "they do"
+    grouped = f"grouped into {counted(len(themes), 'theme')} by what {what}"
     lines = [f"{head.rstrip(':')}, {grouped}, largest first:"]
     lines += [_line(position, theme, number) for position, theme in enumerate(themes, start=1)]
     how = (

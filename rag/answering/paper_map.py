@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from rag.core.errors import StoreError
+from rag.core.errors import StoreError, first_line
 from rag.core.filters import Filters
+from rag.core.wording import counted
 from rag.index.paper_map import FEW, NEIGHBOURS, MapPoint, MapStore, StoredMap, layout, paper_vectors, placed_among
 
 if TYPE_CHECKING:
@@ -59,7 +60,8 @@ class MapUpdate:
 
     def summary(self) -> str:
         if self.full:
-            return f"map: {self.papers:,} papers laid out in {self.themes} themes ({self.seconds:.1f} s)"
+            laid_out = f"{counted(self.papers, 'paper')} laid out in {counted(self.themes, 'theme')}"
+            return f"map: {laid_out} ({self.seconds:.1f} s)"
         kept = self.papers - self.placed
         return f"map: {self.placed:,} placed, {self.removed:,} removed, {kept:,} left in place ({self.seconds:.1f} s)"
 
@@ -86,6 +88,17 @@ class PaperMap:
     placed: int
     filters: Filters
     revision: str = ""  # of the stored map it was read from: the same revision and filters, the same map
+    indexed: int = 0  # papers in the index: more (or fewer) than placed, and the map is out of date
+    where: str = ""  # the index's place, for `stale`
+
+    def stale(self) -> str | None:
+        """What `rag map` says of a map that places another number of papers than the index holds, or None."""
+        if self.placed == self.indexed:
+            return None
+        return (
+            f"the map is out of date: it places {self.placed:,} papers, the index {self.where} holds {self.indexed:,}; "
+            "`rag map --rebuild` lays it out again (or run `rag ingest` again to place the new ones)"
+        )
 
     def theme_sizes(self) -> list[tuple[str, int]]:
         """(name, papers shown) per theme, in the themes' order (largest first when laid out)."""
@@ -119,14 +132,24 @@ def update_map(index: PaperIndex, rebuild: bool = False) -> MapUpdate:
     if len(stale) == len(placed):  # every placed paper changed or went: nothing left to place among
         return update_map(index, rebuild=True)
     new = [pid for pid in papers if pid not in placed or pid in stale]
+    if len(new) > len(placed) - len(stale):  # many placed among few would keep the few's themes for all
+        return update_map(index, rebuild=True)
     _place(index, store, new, papers)
     removed = sum(pid not in papers for pid in stale)
     return MapUpdate(len(new), removed, len(papers), -1, False, time.perf_counter() - started)
 
 
 def with_map(report: IngestReport, index: PaperIndex) -> IngestReport:
-    """The ingest's report, after the map is brought in step with what the ingest stored (`report.map` says how)."""
-    report.map = update_map(index).summary()
+    """The ingest's report, after the map is brought in step with what the ingest stored (`report.map` says how).
+
+    A map that can't be is said in the report (`map_error`), which is still given: the papers are stored, and
+    `rag map` says its map is out of date until a rebuild or the next ingest places them."""
+    from chromadb.errors import ChromaError
+
+    try:
+        report.map = update_map(index).summary()
+    except (StoreError, ChromaError) as err:
+        report.map_error = f"the map was not brought up to date ({first_line(err)}); `rag map --rebuild` lays it out"
     return report
 
 
@@ -202,7 +225,7 @@ def themes_of(vectors: np.ndarray, texts: list[str], titles: list[str]) -> tuple
 def rebuild_map(parts: Parts) -> MapUpdate:
     """Every paper of the service's index laid out afresh (`rag map --rebuild`), as a writer of the index."""
     parts.ensure_index()
-    with parts.access.writing_here():
+    with parts.access.writing_here(opened=True):  # alone among the folder's writers, on a client opened again
         return update_map(parts.index, rebuild=True)
 
 
@@ -229,6 +252,7 @@ class MapReader:
             if self._stored is None or self._stored.revision != revision or not revision:
                 self._stored = store.read()
             stored = self._stored
+            indexed = self.parts.index.paper_count()
         if not stored.points:
             raise StoreError(f"the index {self.parts.where} has no map yet; `rag map --rebuild` builds it")
         row = {pid: i for i, pid in enumerate(fields["paper_id"])}
@@ -237,4 +261,4 @@ class MapReader:
             for p in stored.points
             if (i := row.get(p.paper_id)) is not None
         ]
-        return PaperMap(shown, stored.themes, len(stored.points), filters, stored.revision)
+        return PaperMap(shown, stored.themes, len(stored.points), filters, stored.revision, indexed, self.parts.where)

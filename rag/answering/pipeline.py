@@ -19,8 +19,10 @@ from rag.answering.quoting import evidence_sources, extractive_answer
 from rag.answering.streaming import SentenceStream, quoted_checks, shown_text
 from rag.core.config import Settings
 from rag.core.errors import ModelError
+from rag.core.filters import as_filters
 from rag.core.markup import plain_text
 from rag.core.types import Answer, SentenceCheck, Source
+from rag.core.wording import scope, verb
 from rag.retrieval.followup import Standalone
 from rag.retrieval.refusal import refusal, stands_in
 
@@ -55,7 +57,8 @@ class AnswerPipeline:
         if not reason and not evidence:
             reason = "no sentence of the closest abstracts answers it"
         if reason:
-            yield Answer(text=refusal_text(sources), sources=sources, refused=True, refusal_reason=reason, **stamp)
+            text = refusal_text(sources, stamp.get("filters"))
+            yield Answer(text=text, sources=sources, refused=True, refusal_reason=reason, **stamp)
             return
         extractive = extractive_answer(asked, evidence, sources)
         shown: list[SentenceCheck] = []  # what the stream has shown: the final answer's sentences
@@ -123,15 +126,20 @@ class AnswerPipeline:
         sentence could be shown (none is supported), a refusal."""
         if not shown:
             reason = "no sentence of the answer is supported by the abstract it cites"
-            return Answer(text=refusal_text(sources), sources=sources, refused=True, refusal_reason=reason, **stamp)
+            text = refusal_text(sources, stamp.get("filters"))
+            return Answer(text=text, sources=sources, refused=True, refusal_reason=reason, **stamp)
         return Answer(text=kept_text(shown), sources=sources, checks=list(shown), **fields, **stamp)
 
 
-def refusal_text(sources: list[Source]) -> str:
-    """A refusal in a researcher's words, naming the closest papers once; the figures that decided it
-    go to `Answer.refusal_reason`."""
+def refusal_text(sources: list[Source], filters: dict | None = None) -> str:
+    """A refusal in a researcher's words, naming the closest papers once, or when there are none the
+    filters that left none (`filters`: the applied ones, as `Answer.filters` holds them); the figures
+    that decided it go to `Answer.refusal_reason`."""
     if not sources:
-        return "No indexed abstract matches this question, so it is not answered."
+        labels = as_filters(filters or {}).labels()
+        among = f" among {scope(labels)}" if labels else ""
+        return f"No indexed abstract{among} matches this question, so it is not answered."
     titles = [f"“{plain_text(source.title)}”" for source in sources[:3]]
     closest = titles[0] if len(titles) == 1 else f"{', '.join(titles[:-1])} and {titles[-1]}"
-    return f"The indexed abstracts don't answer this question. The closest papers are {closest}."
+    are = verb(len(titles), "closest paper is", "closest papers are")
+    return f"The indexed abstracts don't answer this question. The {are} {closest}."

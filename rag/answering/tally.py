@@ -20,6 +20,7 @@ from rag.answering.lists import list_answer, topic_rankings
 from rag.core.filters import Filters
 from rag.core.tables import Table
 from rag.core.types import Answer
+from rag.core.wording import counted, papers_of, verb
 from rag.retrieval.tally import Tally, tally_of
 from rag.retrieval.understand import ACCEPTED, Understood, without_kind_words
 
@@ -56,9 +57,10 @@ def tally_answer(asked: Understood, applied: Filters, parts: Parts, **stamp) -> 
     missing = _missing(tally, applied, columns, stored)
     if missing:
         return Answer(text=missing, sources=sources, refused=True, refusal_reason=missing, kind="tally", **stamp)
-    table = count(tally, columns, _what(applied, drawn))
+    order = ranked_groups(tally, columns)
+    table = count(tally, order, len(columns["paper_id"]), _what(applied, drawn))
     return Answer(
-        text=_text(tally, table),
+        text=_text(tally, table, order),
         sources=sources,
         answered_by="tally",
         kind="tally",
@@ -69,16 +71,21 @@ def tally_answer(asked: Understood, applied: Filters, parts: Parts, **stamp) -> 
     )
 
 
-def count(tally: Tally, columns: dict[str, list], what: str) -> Table:
-    """The papers of `columns` per group of the field the tally names (per status for a plain count), most
-    first (fewest first when asked), ties by name; the top N asked for, else up to TABLE_ROWS groups."""
-    field, group = (tally.field, tally.group) if tally.field else ("status", "status")
+def ranked_groups(tally: Tally, columns: dict[str, list]) -> list[tuple[str, int]]:
+    """Every group of the field the tally names (status for a plain count) with its papers among `columns`,
+    most first (fewest first when asked), ties by name."""
+    field = tally.field or "status"
     counts: Counter[str] = Counter()
     for value in columns[field]:
         counts.update(set(groups_of(field, value)))
-    order = sorted(counts.items(), key=lambda item: (item[1] if tally.fewest else -item[1], item[0]))
-    rows = order[: tally.top or TABLE_ROWS]
-    return Table(group, field, tuple(rows), len(columns["paper_id"]), len(order), what)
+    return sorted(counts.items(), key=lambda item: (item[1] if tally.fewest else -item[1], item[0]))
+
+
+def count(tally: Tally, order: list[tuple[str, int]], counted: int, what: str) -> Table:
+    """The table of `counted` papers ranked into groups (`order`, from `ranked_groups`): the top N asked
+    for, else up to TABLE_ROWS groups."""
+    field, group = (tally.field, tally.group) if tally.field else ("status", "status")
+    return Table(group, field, tuple(order[: tally.top or TABLE_ROWS]), counted, len(order), what)
 
 
 def groups_of(field: str, value: object) -> list[str]:
@@ -120,29 +127,22 @@ def _what(applied: Filters, drawn: str) -> str:
     return " ".join(part for part in (noun, drawn, f"with {'; '.join(labels)}" if labels else "") if part)
 
 
-def _text(tally: Tally, table: Table) -> str:
-    """The counts in a few words: the plain count with its statuses, or the first groups with theirs."""
+def _text(tally: Tally, table: Table, order: list[tuple[str, int]]) -> str:
+    """The counts in a few words: the plain count with its statuses, or the first groups with theirs, and how
+    many other groups (of all of them, `order`, not only the table's rows) share the last one's count."""
+    papers = papers_of(table.counted, table.what)
     if not tally.field:
         split = "; ".join(f"{name} ({number:,})" for name, number in table.rows)
-        return f"There are {table.counted:,} {table.what}" + (f": {split}." if len(table.rows) > 1 else ".")
+        return f"There {verb(table.counted, 'is', 'are')} {papers}" + (f": {split}." if len(table.rows) > 1 else ".")
     if not table.rows:
         return f"There are no {table.what} to count."
     said = table.rows[: tally.top or SAID]
     listing = "; ".join(f"{name} ({number:,})" for name, number in said)
-    groups = _groups(table.group, table.groups)
-    fall = "are in" if table.field == "primary_area" else "have"
+    fall = verb(table.counted, *(("is in", "are in") if table.field == "primary_area" else ("has", "have")))
     most = "Fewest papers" if tally.fewest else "Most papers"
-    text = f"The {table.counted:,} {table.what} {fall} {groups}. {most}: {listing}."
+    text = f"The {papers} {fall} {counted(table.groups, table.group)}. {most}: {listing}."
     last = said[-1][1]
-    tied = sum(1 for _, number in table.rows[len(said) :] if number == last)
-    if tied:  # the table may stop inside the tie: then there are at least that many more
-        more = "At least " if len(table.rows) < table.groups and table.rows[-1][1] == last else ""
-        verb = "has" if tied == 1 and not more else "have"
-        text += f" {more}{_groups(table.group, tied, 'more ')} also {verb} {last:,}."
+    tied = sum(1 for _, number in order[len(said) :] if number == last)
+    if tied:
+        text += f" {counted(tied, table.group, 'more ')} also {verb(tied, 'has', 'have')} {last:,}."
     return text
-
-
-def _groups(group: str, number: int, more: str = "") -> str:
-    """'12 primary areas', '1 more author'."""
-    plural = group if number == 1 else f"{group}es" if group.endswith("s") else f"{group}s"
-    return f"{number:,} {more}{plural}"

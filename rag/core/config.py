@@ -69,6 +69,7 @@ __all__ = [
     "config_names",
     "data_dir",
     "load_config",
+    "served_by",
     "with_overrides",
 ]
 
@@ -147,6 +148,14 @@ def with_overrides(config: str | os.PathLike[str] | Settings | None = None, **se
         except ValidationError as err:
             raise _invalid(err, lambda loc: "with_overrides()", prefix=(name,)) from None
     return settings.model_copy(update=changed)
+
+
+def served_by(config: Settings, server: Settings) -> Settings:
+    """`config` as a server started with `server` answers with it (a request naming a config, `model` on
+    /v1): the server's index (its store, and where a Chroma server's BM25 cache is) and its serving
+    settings, whatever `config` says; the rest (the model, retrieval, answers) is `config`'s."""
+    retrieval = config.retrieval.model_copy(update={"lexical_cache": server.retrieval.lexical_cache})
+    return config.model_copy(update={"vectorstore": server.vectorstore, "ui": server.ui, "retrieval": retrieval})
 
 
 def check_environment() -> None:

@@ -5,10 +5,11 @@ of the settings tree (rag/core/config.py). The field defaults are the shipped va
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import Field, IPvAnyNetwork, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic_settings import NoDecode
 
 from rag.core.config_papers import Section
 
@@ -212,6 +213,13 @@ class UIConfig(Section):
         description="`rag serve`: the environment variable holding the bearer key every /v1 request needs when "
         "it is set, from any address; bound beyond loopback, it must be set.",
     )
+    trusted_proxies: Annotated[list[IPvAnyNetwork], NoDecode] = Field(
+        [],
+        description="Addresses (or networks, 10.0.0.0/8) of the reverse proxies in front of the app whose "
+        "X-Forwarded-For is believed: a request from one of them counts as from the right-most address in that "
+        "header that is not one of them (the failed-login slow-down goes by it). Default none: the address the "
+        "connection comes from. From the environment: comma-separated, RAG_UI__TRUSTED_PROXIES=127.0.0.1,::1.",
+    )
     examples: list[str] = Field(
         [
             "How does RxnFlow keep generated molecules synthesizable?",
@@ -220,3 +228,8 @@ class UIConfig(Section):
         ],
         description="Example questions shown under the chat, one click to ask.",
     )
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value

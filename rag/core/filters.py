@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from rag.core.errors import InputError
+from rag.core.errors import InputError, first_problem
 from rag.core.text import not_text
 
 Match = Literal["one_of", "contains", "equals"]
@@ -221,3 +221,15 @@ def as_filters(filters: Filters | BaseModel | dict[str, Any] | None) -> Filters:
         return filters or Filters()
     spec = filters if isinstance(filters, FilterSpec) else FilterSpec.model_validate(filters)
     return spec.to_filters()
+
+
+def given_filters(filters: object) -> Filters:
+    """`as_filters` for what a caller of the Python API passes (`Filters`, a dict as the JSON APIs take it, or
+    None); anything else, or a dict that doesn't fit, is an InputError in one sentence naming the field."""
+    if filters is not None and not isinstance(filters, Filters | BaseModel | dict):
+        raise InputError(f"filters: give a Filters or a dict of filter values, not {type(filters).__name__}")
+    try:
+        return as_filters(filters)
+    except ValidationError as err:
+        where, what = first_problem(err.errors())
+        raise InputError(f"filters{'.' if where else ''}{where}: {what}") from None

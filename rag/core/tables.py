@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rag.core.text import terminal_text
+
 
 @dataclass(frozen=True)
 class Table:
@@ -35,10 +37,12 @@ class Table:
         }
 
     def plain(self) -> str:
-        """The rows as aligned plain-text columns, for a terminal or a screen reader."""
-        width = max([len(self.group), *(len(name) for name, _ in self.rows)])
+        """The rows as aligned plain-text columns, for a terminal or a screen reader (each name as `terminal_text`
+        shows it, so a control sequence in a stored name moves no column)."""
+        rows = [(terminal_text(name), count) for name, count in self.rows]
+        width = max([len(self.group), *(len(name) for name, _ in rows)])
         lines = [f"{self.group.ljust(width)}  papers"]
-        lines += [f"{name.ljust(width)}  {count:>6,}" for name, count in self.rows]
+        lines += [f"{name.ljust(width)}  {count:>6,}" for name, count in rows]
         if len(self.rows) < self.groups:
             lines.append(f"({len(self.rows)} of {self.groups:,} shown)")
         return "\n".join(lines)

@@ -1,9 +1,13 @@
 """Stop words (the words dropped before matching a question's words against a paper or a sentence),
-what makes a string from outside not text, and a question cleaned where it comes in."""
+what makes a string from outside not text, a question cleaned where it comes in, and the two checks on
+what goes out: a link (`safe_url`, `safe_links`) and a text shown on a terminal (`terminal_text`)."""
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
+from urllib.parse import urlparse
 
 from rag.core.errors import InputError
 
@@ -53,6 +57,8 @@ def clean_question(question: str | None, limit: int, what: str = "the question")
     """The question without control characters; an empty, over-long (past `limit` characters) or garbled
     (not Unicode text) question is an InputError, whose message names the text as `what`. Garbled text is
     refused, not repaired: a question with a character replaced is not the one asked (ingest refuses it too)."""
+    if question is not None and not isinstance(question, str):
+        raise InputError(f"{what} is not text: got {type(question).__name__} {question!r:.40}")
     question = CONTROL_CHARS.sub(" ", question or "").strip()
     if not question:
         raise InputError(f"{what} is empty")
@@ -63,3 +69,48 @@ def clean_question(question: str | None, limit: int, what: str = "the question")
             f"{what} is {len(question):,} characters long; the limit is {limit:,} (answer.max_question_chars)"
         )
     return question
+
+
+def safe_url(url: str) -> str | None:
+    """The URL if it is an absolute http(s) link, else None (no javascript:, data:, relative paths)."""
+    url = (url or "").strip()
+    parsed = urlparse(url)
+    return url if parsed.scheme in ("http", "https") and parsed.netloc else None
+
+
+def safe_links(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Stored metadata with only http(s) links (`url`, the `github` list): what every output may show. The
+    index reads every stored paper through it (rag/index/store.py), so no output sees a link as stored."""
+    shown = dict(metadata)
+    if "url" in shown:
+        shown["url"] = safe_url(str(shown["url"])) or ""
+    if "github" in shown:
+        shown["github"] = " ".join(url for url in str(shown["github"]).split() if safe_url(url))
+    return shown
+
+
+# What a terminal acts on instead of showing: an escape sequence, whole (CSI "ESC [ ... final", 8-bit CSI
+# U+009B too; a string "ESC ] ... BEL" or "... ESC \\" (OSC, DCS, PM, APC, SOS) ended on its line; any other
+# "ESC X"), the C0 controls but newline and tab, DEL and the C1 controls, and the bidi overrides and isolates
+# (U+202A..U+202E, U+2066..U+2069), which reorder the characters after them on the screen.
+TERMINAL_CONTROL = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+    r"|(?:\x1b[\]P^_X]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)"
+    r"|\x1b[ -/]*[0-~]?"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+)
+# The characters of TERMINAL_CONTROL that JSON writes as they are (it escapes C0 itself).
+JSON_RAW_CONTROL = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_text(text: str) -> str:
+    """`text` as a terminal may be given it: plain characters, newlines and tabs, nothing it would act on
+    (TERMINAL_CONTROL dropped). Every line the `rag` command writes passes through it (rag/cli.py)."""
+    return TERMINAL_CONTROL.sub("", text)
+
+
+def terminal_json(value: Any, indent: int | None = 2) -> str:
+    """`value` as JSON (UTF-8 text kept readable), with the characters `terminal_text` would drop written as
+    \\u escapes: the same JSON to a parser, and nothing a terminal acts on, so no data is lost on the way."""
+    text = json.dumps(value, indent=indent, ensure_ascii=False)
+    return JSON_RAW_CONTROL.sub(lambda found: f"\\u{ord(found.group()):04x}", text)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
-from urllib.parse import urlparse
 
 from rag.core.export import ExportFormat, export_answer
 from rag.core.markers import cited_numbers
 from rag.core.tables import Table
+from rag.core.text import safe_links as safe_links, safe_url as safe_url  # the link check, where it lives
 
 PASSAGE_GAP = " … "  # between passages of one abstract that are not next to each other
 
@@ -295,16 +295,3 @@ class Answer:
 def by_relevance(sources: list[Source]) -> list[tuple[int, Source]]:
     """(number, source) pairs, best first: how every list shows sources. `[n]` keeps meaning `sources[n - 1]`."""
     return sorted(enumerate(sources, start=1), key=lambda pair: -pair[1].relevance)
-
-
-def safe_url(url: str) -> str | None:
-    """The URL if it is an absolute http(s) link, else None (no javascript:, data:, relative paths)."""
-    url = (url or "").strip()
-    parsed = urlparse(url)
-    return url if parsed.scheme in ("http", "https") and parsed.netloc else None
-
-
-def safe_links(metadata: dict[str, Any]) -> dict[str, Any]:
-    """Stored metadata with only http(s) links: what every output (page, API, CLI) may show."""
-    github = " ".join(url for url in str(metadata.get("github", "")).split() if safe_url(url))
-    return {**metadata, "url": safe_url(str(metadata.get("url", ""))) or "", "github": github}

@@ -156,10 +156,8 @@ def stored_indexes(client, config: Settings) -> list[StoredIndex]:
     """
     names = {getattr(collection, "name", collection) for collection in client.list_collections()}
     found = []
-    for papers_name in sorted(name for name in names if name.endswith(PAPERS_SUFFIX)):
-        name = papers_name.removesuffix(PAPERS_SUFFIX)
-        if name not in names:
-            continue  # not a pair of ours
+    for name in our_pairs(names):
+        papers_name = name + PAPERS_SUFFIX
         papers = client.get_collection(papers_name, embedding_function=None)
         chunks = client.get_collection(name, embedding_function=None)
         setup = IndexSetup.recorded(papers.metadata or {}) or _unrecorded_setup(name, config)
@@ -167,6 +165,11 @@ def stored_indexes(client, config: Settings) -> list[StoredIndex]:
         if stored.papers or stored.chunks:  # an empty pair (opened, never written) is no index
             found.append(stored)
     return found
+
+
+def our_pairs(names: set[str]) -> list[str]:
+    """The chunk collections of ours among these collection names: those with their papers collection beside them."""
+    return sorted(name for name in names if name + PAPERS_SUFFIX in names)
 
 
 def _unrecorded_setup(name: str, config: Settings) -> IndexSetup | None:
@@ -234,6 +237,7 @@ def check_index_folder(path: Path) -> bool:
         if not path.is_dir():
             raise StoreError(f"the index path {path} is not a folder; give a new or empty folder (--index PATH)")
         if (path / CHROMA_DATABASE).is_file():
+            _check_holds_ours(path)
             return True
         if any(path.iterdir()):
             raise StoreError(
@@ -242,6 +246,83 @@ def check_index_folder(path: Path) -> bool:
     except OSError as err:
         raise StoreError(f"cannot use {path} for the index: {err.strerror or err}") from None
     return False
+
+
+def _check_holds_ours(path: Path) -> None:
+    """A Chroma database whose collections include no index of ours is another application's: refused
+    before Chroma opens it, since opening writes to it (see `check_can_write`)."""
+    names = _collection_names(path / CHROMA_DATABASE)
+    if names and not our_pairs(names):
+        listed = ", ".join(sorted(names)[:5]) + (f" and {len(names) - 5:,} more" if len(names) > 5 else "")
+        raise StoreError(
+            f"the index path {path} holds other files and no index (a Chroma database of other collections: "
+            f"{listed}); give a new or empty folder (--index PATH)"
+        )
+
+
+def _collection_names(database: Path) -> set[str]:
+    """The collection names in a Chroma database, read with SQLite in read-only mode (Chroma's own client
+    writes at every open); none when it can't be read so, and Chroma then says what is wrong when it opens it."""
+    import sqlite3
+    from contextlib import closing
+    from urllib.parse import quote
+
+    try:
+        with closing(sqlite3.connect(f"file:{quote(str(database.absolute()))}?mode=ro", uri=True)) as db:
+            return {str(name) for (name,) in db.execute("SELECT name FROM collections")}
+    except sqlite3.Error:
+        return set()
+
+
+def is_read_only(path: Path) -> bool:
+    """Whether `path` holds an index (Chroma's database) that this user can read but not write."""
+    import os
+
+    database = path / CHROMA_DATABASE
+    can_write = os.access(path, os.W_OK | os.X_OK) and os.access(database, os.W_OK)
+    return database.is_file() and os.access(database, os.R_OK) and not can_write
+
+
+def readable_copy(path: Path) -> Path:
+    """A private, writable copy of the read-only index at `path`, removed when the process ends. Chroma (1.x)
+    opens an on-disk index only where it can write (see `check_can_write`), so an index mounted read-only, as
+    a lab's replicas mount one, is read from a copy of it taken when it is first opened."""
+    import atexit
+    import os
+    import shutil
+    import tempfile
+
+    copy = Path(tempfile.mkdtemp(prefix="rag-read-only-")) / "index"
+    atexit.register(shutil.rmtree, copy.parent, ignore_errors=True)
+    shutil.copytree(path, copy, copy_function=shutil.copyfile)
+    for folder, _, files in os.walk(copy):  # copytree keeps the folders' read-only modes
+        os.chmod(folder, 0o700)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o600)
+    return copy
+
+
+def check_can_write(path: Path) -> None:
+    """Chroma (1.x) opens an on-disk folder only with write access: every `PersistentClient` writes to its
+    database (a lock row, its migrations), and there is no read-only client (chroma-core/chroma#1438). So
+    a folder, or a database in it, that this user can't write to is a StoreError saying what to do,
+    before Chroma fails on it with a traceback."""
+    import os
+
+    database = path / CHROMA_DATABASE
+    writable = os.access(path, os.W_OK | os.X_OK) and (not database.exists() or os.access(database, os.W_OK))
+    if writable or not path.exists():
+        return
+    if not database.exists():
+        raise StoreError(
+            f"cannot make the index in {path}: this user can't write to it; give another folder (--index PATH)"
+        )
+    raise StoreError(
+        f"the index at {path} is read-only to this user, and Chroma opens an index only where it can write "
+        f"(it writes to its database at every open); copy the folder to one you can write to and use the copy "
+        f"(--index COPY), or serve it from a Chroma server that can write it (chroma run --path {path}; "
+        "vectorstore.mode: http)"
+    )
 
 
 def _check_can_be_made(path: Path) -> None:

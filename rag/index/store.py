@@ -22,8 +22,9 @@ from langchain_core.embeddings import Embeddings
 
 from rag.core.config import Settings, VectorstoreConfig
 from rag.core.errors import StoreError, first_line
-from rag.index.setup import IndexSetup, check_index_folder
+from rag.index.setup import IndexSetup, check_can_write, check_index_folder
 from rag.core.papers import PaperRecord
+from rag.core.text import safe_links
 from rag.core.types import Source
 
 DELETE_BATCH = 500
@@ -45,6 +46,7 @@ def open_client(config: VectorstoreConfig):
     settings = ChromaSettings(anonymized_telemetry=False)
     if config.mode == "persistent":
         check_index_folder(config.path)
+        check_can_write(config.path)
         try:
             config.path.mkdir(parents=True, exist_ok=True)
             return chromadb.PersistentClient(path=str(config.path), settings=settings)
@@ -184,13 +186,18 @@ class PaperIndex:
         return self.chunks.count()
 
     # -- reads ------------------------------------------------------------------------------
+    # Stored text is untrusted (any file, any writer to a shared server): every read that can reach an output
+    # (`paper`, `iter_papers`, `chunks_by_id`) gives links through `safe_links`, http(s) only. Only
+    # `stored_metadata` gives them as stored: ingest compares them with what it would write.
 
     def stored_metadata(self, paper_ids: list[str]) -> dict[str, dict[str, Any]]:
-        """paper_id -> stored metadata, for those of `paper_ids` that are complete in the index."""
-        if not paper_ids:
-            return {}
-        found = self.papers.get(ids=paper_ids, include=["metadatas"])
-        return dict(zip(found["ids"], found["metadatas"]))
+        """paper_id -> stored metadata as written (links unchecked: ingest compares it with what it would
+        write), for those of `paper_ids` that are complete in the index."""
+        found: dict[str, dict[str, Any]] = {}
+        for part in _batched(paper_ids, self.max_batch_size):  # Chroma's limits hold for reads by id too
+            page = self.papers.get(ids=part, include=["metadatas"])
+            found.update(zip(page["ids"], page["metadatas"]))
+        return found
 
     def stored_hashes(self, paper_ids: list[str]) -> dict[str, str]:
         """paper_id -> content hash, for those of `paper_ids` that are complete in the index."""
@@ -198,15 +205,16 @@ class PaperIndex:
 
     def ids_by_hash(self, hashes: list[str]) -> dict[str, str]:
         """content hash -> paper_id, for stored papers with one of these abstracts."""
-        if not hashes:
-            return {}
-        found = self.papers.get(where={"content_hash": {"$in": hashes}}, include=["metadatas"])
-        return {meta["content_hash"]: pid for pid, meta in zip(found["ids"], found["metadatas"])}
+        found: dict[str, str] = {}
+        for part in _batched(hashes, DELETE_BATCH):
+            page = self.papers.get(where={"content_hash": {"$in": part}}, include=["metadatas"])
+            found.update((meta["content_hash"], pid) for pid, meta in zip(page["ids"], page["metadatas"]))
+        return found
 
     def paper(self, paper_id: str) -> tuple[str, dict[str, Any]] | None:
         """(abstract, metadata) of one complete paper, or None."""
         found = self.papers.get(ids=[paper_id], include=["documents", "metadatas"])
-        return (found["documents"][0], found["metadatas"][0]) if found["ids"] else None
+        return (found["documents"][0], safe_links(found["metadatas"][0])) if found["ids"] else None
 
     def paper_fields(self, paper_id: str) -> dict[str, Any] | None:
         """One stored paper as the APIs show it, {paper_id, title, abstract, authors, status, primary_area, url,
@@ -228,7 +236,7 @@ class PaperIndex:
         total = self.paper_count()
         for offset in range(0, total, batch):
             page = self.papers.get(include=["documents", "metadatas"], limit=batch, offset=offset)
-            yield from zip(page["ids"], page["documents"], page["metadatas"])
+            yield from zip(page["ids"], page["documents"], map(safe_links, page["metadatas"]))
 
     def iter_chunk_papers(self, batch: int = 5000) -> Iterator[tuple[str, str, str]]:
         """(chunk id, paper_id, content hash) of every stored chunk, read in pages."""
@@ -293,12 +301,11 @@ class PaperIndex:
         By id: on the full list, 2.6 ms for the chunks of five papers, against 10.5 ms for the
         same chunks selected by a metadata filter on their paper ids.
         """
-        if not chunk_ids:
-            return []
-        found = self.chunks.get(ids=chunk_ids, include=["documents", "metadatas", "embeddings"])
+        from rag.index.vectors import readable_chunks  # in reads Chroma takes, around chunks without a vector
+
         return [
-            (Document(id=cid, page_content=doc, metadata=meta), vec)
-            for cid, doc, meta, vec in zip(found["ids"], found["documents"], found["metadatas"], found["embeddings"])
+            (Document(id=cid, page_content=doc, metadata=safe_links(meta)), vec)
+            for cid, doc, meta, vec in readable_chunks(self.chunks, chunk_ids, self.max_batch_size)
         ]
 
     # -- writes -----------------------------------------------------------------------------
@@ -344,12 +351,13 @@ class PaperIndex:
         labels = {paper.paper_id: paper.metadata() for paper in papers}
         for part in _batched(list(labels), DELETE_BATCH):
             found = self.chunks.get(where={"paper_id": {"$in": part}}, include=["metadatas"])
-            if found["ids"]:
-                merged = [{**meta, **labels[meta["paper_id"]]} for meta in found["metadatas"]]
-                self.chunks.update(ids=found["ids"], metadatas=merged)
+            merged = [{**meta, **labels[meta["paper_id"]]} for meta in found["metadatas"]]
+            for ids, metas in zip(_batched(found["ids"], self.max_batch_size), _batched(merged, self.max_batch_size)):
+                self.chunks.update(ids=ids, metadatas=metas)
         # The paper entry last, as in an ingest: a run killed before it relabels the paper again.
         stored = self.stored_metadata(list(labels))
-        self.papers.update(ids=list(stored), metadatas=[{**meta, **labels[pid]} for pid, meta in stored.items()])
+        for part in _batched(list(stored), self.max_batch_size):
+            self.papers.update(ids=part, metadatas=[{**stored[pid], **labels[pid]} for pid in part])
         self._new_revision()
 
     def remove_papers(self, paper_ids: list[str]) -> int:

@@ -17,11 +17,15 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError
+from pydantic_core import PydanticCustomError
 
 from rag.core.config import IngestConfig
-from rag.core.errors import InputError, first_line
+from rag.core.errors import InputError, first_line, first_problem
 from rag.core.papers import SEED_ID_PREFIX, PaperRecord, content_hash
+from rag.core.text import not_text
 
 PROPOSAL = re.compile(r"\b(?:we|this (?:paper|work))\s+(?:propose|present|introduce|develop)s?\b", re.IGNORECASE)
 GITHUB_URL = re.compile(r"https?://(?:www\.)?github\.com/[\w.-]+(?:/[\w.-]+)?", re.IGNORECASE)
@@ -44,13 +48,76 @@ BINARY_SNIFF = 8192  # a NUL byte in a file's first bytes: binary data, not a li
 SKIP_PIECE = 1 << 20
 
 
+def _kind(value: object) -> str:
+    """What a JSON value is, in words: "a number", "a list", ..."""
+    kinds = ((bool, "true or false"), ((int, float), "a number"), ((list, tuple), "a list"), (dict, "an object"))
+    return next((kind for types, kind in kinds if isinstance(value, types)), type(value).__name__)
+
+
+def _text(value: object, what: str = "text") -> str | None:
+    """A field's text as given (None when absent or null); anything else, or text that is not Unicode (a
+    lone surrogate, JSON's "\\udc80"), is refused: it would fail later in the tokenizer or the index."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise PydanticCustomError("not_text", "is not {what}: it is {kind}", {"what": what, "kind": _kind(value)})
+    if problem := not_text(value):
+        raise PydanticCustomError("not_unicode", "{problem}", {"problem": problem})
+    return value
+
+
+def _identifier(value: object) -> str | None:
+    """An id: text, or a whole number (written as text); never true/false, a fraction, a list."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return _text(value, "text or a whole number")
+
+
+def _names(value: object) -> tuple[str, ...]:
+    """Authors: a list of names, or one string with `;` or `|` between names; null or absent: none."""
+    if value is None:
+        return ()
+    if isinstance(value, list):
+        for number, name in enumerate(value, 1):
+            if not isinstance(name, str):
+                reason = {"number": number, "kind": _kind(name)}
+                raise PydanticCustomError("not_name", "is not a list of names: name {number} is {kind}", reason)
+        names = [_text(name) or "" for name in value]
+    else:
+        names = re.split(r"[;|]", _text(value, "a list of names or text") or "")
+    return tuple(name.strip() for name in names if name.strip())
+
+
+Text = Annotated[str | None, PlainValidator(_text)]
+
+
+class RecordFields(BaseModel):
+    """The fields of a record that ingest reads, as a JSON object or CSV row gives them: every value is
+    checked here, once, so a bad one costs its record only (reported with its file and line) and never
+    reaches the chunker or the index. Other fields (`venue`, `keywords`, ...) are not read, whatever they hold."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    abstract: Text = None
+    paper_id: Annotated[str | None, PlainValidator(_identifier)] = None
+    id: Annotated[str | None, PlainValidator(_identifier)] = None
+    title: Text = None
+    authors: Annotated[tuple[str, ...], PlainValidator(_names)] = ()
+    status: Text = None
+    primary_area: Text = None
+    url: Text = None
+    openreview_url: Text = None
+
+
 def make_record(path: Path, raw: dict[str, Any], line: int = 0, limits: IngestConfig | None = None) -> PaperRecord:
     """Build a record from a JSON object or CSV row; raises ValueError naming what is wrong."""
     limits = limits or IngestConfig()
-    abstract = raw.get("abstract") or ""
-    if not isinstance(abstract, str):
-        raise ValueError("'abstract' is not text")
-    abstract = abstract.strip()
+    try:
+        fields = RecordFields.model_validate(raw)
+    except ValidationError as err:
+        where, what = first_problem(err.errors())
+        raise ValueError(f"'{where}' {what}") from None
+    abstract = (fields.abstract or "").strip()
     if not abstract:
         raise ValueError("record has no 'abstract'")
     if len(abstract) > limits.max_abstract_chars:
@@ -58,18 +125,15 @@ def make_record(path: Path, raw: dict[str, Any], line: int = 0, limits: IngestCo
             f"abstract is {len(abstract):,} characters; the limit is ingest.max_abstract_chars = "
             f"{limits.max_abstract_chars:,}"
         )
-    paper_id = str(raw.get("paper_id") or raw.get("id") or "").strip() or SEED_ID_PREFIX + content_hash(abstract)
-    authors = raw.get("authors") or ()
-    if isinstance(authors, str):
-        authors = [name.strip() for name in re.split(r"[;|]", authors) if name.strip()]
+    paper_id = (fields.paper_id or fields.id or "").strip() or SEED_ID_PREFIX + content_hash(abstract)
     return PaperRecord(
         paper_id=paper_id,
-        title=" ".join(str(raw.get("title") or "").split()) or _label(abstract),
+        title=" ".join((fields.title or "").split()) or _label(abstract),
         abstract=abstract,
-        authors=tuple(str(name) for name in authors),
-        status=str(raw.get("status") or ""),
-        url=str(raw.get("url") or raw.get("openreview_url") or ""),
-        primary_area=str(raw.get("primary_area") or ""),
+        authors=fields.authors,
+        status=fields.status or "",
+        url=fields.url or fields.openreview_url or "",
+        primary_area=fields.primary_area or "",
         source=str(path),
         github=tuple(dict.fromkeys(url.rstrip(".") for url in GITHUB_URL.findall(abstract))),
         line=line,
@@ -177,6 +241,9 @@ def load_jsonl(file: PaperFile) -> Iterator[PaperRecord]:
             raw = json.loads(line)
         except ValueError as err:  # json.JSONDecodeError is a ValueError
             file.problem(number, first_line(err))
+            continue
+        except RecursionError:  # lists in lists, thousands deep: Python's parser gives up
+            file.problem(number, "line is JSON nested too deeply to read")
             continue
         if not isinstance(raw, dict):
             file.problem(number, "line is not a JSON object")

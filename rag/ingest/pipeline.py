@@ -21,6 +21,7 @@ from rag.core.config import IngestConfig
 from rag.core.errors import InputError
 from rag.core.papers import SEED_ID_PREFIX, PaperRecord
 from rag.index.store import PaperIndex
+from rag.index.vectors import lacking_vectors
 from rag.ingest.chunking import Chunker
 from rag.ingest.papers import LoadProblem, load_papers
 
@@ -40,14 +41,18 @@ class IngestReport:
     seconds: float = 0.0
     papers: int = 0
     chunks: int = 0
+    repaired: int = 0  # stored papers written again: a chunk had lost its vector (rag/index/vectors.py)
     map: str = ""  # what the map's update did (rag/answering/paper_map.py)
+    map_error: str = ""  # why the map could not be brought up to date, if it could not
 
     def summary(self) -> str:
         return (
             f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, {self.removed} removed, "
             f"{self.duplicates} duplicates skipped; {self.chunks_added} chunks written, "
             f"{self.chunks_removed} removed; index: {self.papers} papers, {self.chunks} chunks; "
-            f"{len(self.problems)} problems; {self.seconds:.1f} s" + (f"; {self.map}" if self.map else "")
+            f"{len(self.problems)} problems; {self.seconds:.1f} s"
+            + (f"; {self.repaired} papers written again, their chunks lacking vectors" if self.repaired else "")
+            + (f"; {self.map}" if self.map else "")
         )
 
 
@@ -120,6 +125,7 @@ class _Run:
         stored_ids = self.index.ids_by_hash(list(dict.fromkeys(paper.content_hash for paper in batch)))
         to_write: list[PaperRecord] = []
         to_relabel: list[PaperRecord] = []
+        kept: list[PaperRecord] = []
         replaced: list[str] = []
         for paper in batch:
             if not self._first_sighting(paper):
@@ -146,11 +152,19 @@ class _Run:
                 to_relabel.append(paper)  # same text, new decision or authors: metadata only
                 self.report.updated += 1
             else:
-                self.report.unchanged += 1
+                kept.append(paper)
+        to_write += self._lacking_vectors(kept, stored)
         self._write(to_write, updated=[p.paper_id for p in to_write if p.paper_id in stored])
         self.index.relabel(to_relabel)
         if replaced:
             self.report.chunks_removed += self.index.remove_papers(replaced)
+
+    def _lacking_vectors(self, kept: list[PaperRecord], stored: dict[str, dict]) -> list[PaperRecord]:
+        """Of the papers stored as they are, those to write again: a chunk without a readable vector, or missing."""
+        lacking = lacking_vectors(self.index.chunks, {paper.paper_id: stored[paper.paper_id] for paper in kept})
+        self.report.unchanged += len(kept) - len(lacking)
+        self.report.repaired += len(lacking)
+        return [paper for paper in kept if paper.paper_id in lacking]
 
     def _first_sighting(self, paper: PaperRecord) -> bool:
         known = self.hash_of.get(paper.paper_id)

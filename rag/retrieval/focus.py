@@ -72,15 +72,22 @@ History = Sequence[Turn | tuple[str, str] | Sequence[str]]
 
 def as_turns(history: History | None) -> list[Turn]:
     """The history as Turns; plain (question, answer) pairs, as every interface has sent them, still work."""
+    if isinstance(history, str) or not isinstance(history or [], Sequence):
+        raise InputError(f"the history is not a list of (question, answer) pairs: got {type(history).__name__}")
     turns = []
     for number, turn in enumerate(history or [], start=1):
         if isinstance(turn, Turn):
             turns.append(turn)
             continue
-        if isinstance(turn, str) or len(turn) not in (2, 3):
+        if isinstance(turn, str) or not isinstance(turn, Sequence) or len(turn) not in (2, 3):
             raise InputError(f"turn {number} of the history is not a (question, answer) pair")
         question, answer, *papers = turn
-        turns.append(Turn(str(question), str(answer), tuple(papers[0]) if papers else ()))
+        if not isinstance(question, str) or not isinstance(answer, str):
+            raise InputError(f"turn {number} of the history is not a (question, answer) pair of texts")
+        ids: object = papers[0] if papers else ()
+        if isinstance(ids, str) or not isinstance(ids, Sequence) or not all(isinstance(pid, str) for pid in ids):
+            raise InputError(f"turn {number} of the history: its third item is not a list of paper ids")
+        turns.append(Turn(question, answer, tuple(ids)))
     return turns
 
 

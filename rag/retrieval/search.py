@@ -27,7 +27,7 @@ from langchain_core.documents import Document
 
 from rag.core.config import RetrievalConfig
 from rag.core.filters import Filters
-from rag.core.types import Match, Passage, Source, Span, safe_links
+from rag.core.types import Match, Passage, Source, Span
 from rag.index.store import PaperIndex, passage
 from rag.retrieval import stages
 
@@ -161,8 +161,8 @@ class Retriever:
         kept = candidate.chunks[:passages]
         if not kept:  # a paper whose chunks vanished since BM25 was built: show what the ranking knows
             return Source(candidate.paper_id, candidate.paper_id, (Passage(""),), 0.0, match=Match(coverage=coverage))
-        # Stored text is untrusted (any file, any writer to a shared server): links leave here http(s) only.
-        metadata = safe_links({key: value for key, value in kept[0][0].metadata.items() if key not in CHUNK_FIELDS})
+        # Links are http(s) only already: the index reads every stored chunk through `safe_links`.
+        metadata = {key: value for key, value in kept[0][0].metadata.items() if key not in CHUNK_FIELDS}
         match = Match(
             ranks=dict(candidate.ranks),
             bm25=round(candidate.bm25, 3),

@@ -453,7 +453,7 @@ def test_a_count_over_the_metadata_shows_as_a_table_and_a_bar_chart(page, moe_ap
     shown = {name.strip(): int(number) for name, number in cells}
     assert shown == expected
     chart = page.locator("#rag-tally-chart")
-    chart.locator("canvas, svg").first.wait_for(state="visible")  # Vega has drawn the bars
+    chart.locator("svg.marks .mark-rect").first.wait_for(state="visible")  # Vega has drawn the bars
     chart.scroll_into_view_if_needed()
     screenshot(page, "ui-counts.png")
     ask(page, "Which oral papers are about mixture-of-experts?")
