@@ -168,8 +168,9 @@ class Ask:
         says what the paper proposes."""
         if self.kind is AskKind.WHAT:
             return 0
-        if self.kind is AskKind.NAME and named:  # "what objective does RxnFlow train with": another name (GFlowNets)
-            return 1 if gives_name(sentence, besides=named) else 0
+        if self.kind is AskKind.NAME and named:  # "what objective does RxnFlow train with": another name (GFlowNets),
+            # which the sentence introducing the paper lacks when it gives none but the paper's own
+            return 1 if gives_name(sentence, besides=named) else -1 if introduces else 0
         if self.kind is AskKind.NAME:  # the paper's own method, or another name it gives (GPT-4o, MMTD-Set)
             return 1 if introduces or gives_name(sentence) else 0
         if proposes and self.kind in (AskKind.MECHANISM, AskKind.REASON):
