@@ -45,19 +45,27 @@ def received(terminal: int) -> str | None:
     return chunk.decode(errors="replace").replace("\r\n", "\n") if chunk else None
 
 
+def readable(stream, seconds: float) -> bool:
+    """Whether `stream` (a file descriptor or file) has something to read within `seconds`. By `selectors`
+    (epoll), not `select.select`, which refuses descriptors past 1,023: a long suite opens that many."""
+    import selectors
+
+    with selectors.DefaultSelector() as selector:
+        selector.register(stream, selectors.EVENT_READ)
+        return bool(selector.select(seconds))
+
+
 def converse_on_terminal(
     argv: list[str], environment: dict[str, str], lines: list[str], prompt: str = "> ", timeout: float = 300
 ) -> tuple[str, int]:
     """Type each line at the command's prompt, as a person would (waiting for the prompt before typing),
     then Ctrl-D; what the terminal showed (the typed lines echoed, as on a screen) and the exit status."""
-    import select
     import time
 
     process_id, terminal = started_on_terminal(argv, environment)
     shown, to_type, deadline = "", [*lines, "\x04"], time.monotonic() + timeout
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([terminal], [], [], 1.0)
-        if ready:
+        if readable(terminal, 1.0):
             if (chunk := received(terminal)) is None:
                 break
             shown += chunk

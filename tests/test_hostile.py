@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 from clirun import rag
+from terminal import readable
 from conftest import settings_for, write_jsonl
 
 from benchmarks.harness.loadgen import HOST
@@ -546,7 +547,6 @@ def mcp_session(index: Path, session, raw: bool = False):
     that writes one JSON-RPC request as a line and returns the reply, as a client in another language would."""
     import asyncio
     import os
-    import select
     import subprocess
     import sys
 
@@ -564,7 +564,7 @@ def mcp_session(index: Path, session, raw: bool = False):
                 if number is None:
                     return None
                 # Long enough for any answer; without a reply a client would wait forever (the bug).
-                assert select.select([server.stdout], [], [], 300)[0], f"no reply to request {number}"
+                assert readable(server.stdout, 300), f"no reply to request {number}"
                 return json.loads(server.stdout.readline())
 
             hello = {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "raw"}}
