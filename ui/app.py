@@ -247,6 +247,7 @@ def build_app(service: RagService) -> gr.Blocks:
         header = gr.HTML(elem_id="rag-header")
         answers = gr.State([])
         focus_for = gr.State(0)  # how many answers the focus picker is for
+        ticked = gr.State(None)  # the papers a person ticked in the focus picker (None: the answer's own focus)
         with gr.Row(equal_height=False):
             with gr.Column(scale=3):
                 chatbot = chat_window()
@@ -269,7 +270,7 @@ def build_app(service: RagService) -> gr.Blocks:
         outputs = [chatbot, answers, panel, question]
         respond: dict[str, Any] = {
             "fn": handlers.respond,
-            "inputs": [question, chatbot, answers, focus, focus_for, *pickers],
+            "inputs": [question, chatbot, answers, ticked, focus_for, *pickers],
             "outputs": outputs,
             "api_visibility": "private", "concurrency_id": "answer",
             "show_progress": "minimal",
@@ -280,7 +281,8 @@ def build_app(service: RagService) -> gr.Blocks:
         # downloads and the papers in focus follow. Chained with `.then`, not `answers.change`: Gradio spots
         # a changed State by hashing its value, and an Answer (a frozen dataclass holding lists) can't be hashed.
         downloads_of = {"fn": handlers.downloads, "inputs": [answers], "outputs": downloads, **private}
-        focus_of = {"fn": focus_updates, "inputs": [answers], "outputs": [focus, clear_focus, focus_for], **private}
+        focus_of = {"fn": focus_updates, "inputs": [answers], "outputs": [focus, clear_focus, focus_for, ticked]}
+        focus_of |= private
 
         def refresh(event: Any) -> None:
             event.then(**show_chips).then(**downloads_of).then(**focus_of).then(**tally_of).then(**map_of)
@@ -291,6 +293,10 @@ def build_app(service: RagService) -> gr.Blocks:
         refresh(understood.input(**redo))
         refresh(gr.on([clear.click, chatbot.clear], handlers.clear, outputs=outputs, queue=False, **private))
         clear_focus.click(cleared, inputs=[focus_for], outputs=[focus, focus_for], api_visibility="private", queue=False)
+        # The ticks go to a State as they are made, unchecked: a question is sent with the ticks of the picker the
+        # server last drew, never the page's, which may be an earlier answer's while its events still run (Gradio
+        # refused those as not among the choices, and the question failed). `history_for` keeps only offered ones.
+        focus.input(lambda papers: papers, inputs=[focus], outputs=[ticked], preprocess=False, queue=False, **private)
         chatbot.select(handlers.show_sources, inputs=[answers], outputs=[panel], api_visibility="private")
         demo.load(handlers.header, outputs=[header], api_visibility="private", **PAGE_LOAD)
         demo.load(**map_of | PAGE_LOAD)  # beside the header, not after it: the model loads there

@@ -33,20 +33,20 @@ def focus_picker() -> tuple[gr.CheckboxGroup, gr.Button]:
     return picker, clear
 
 
-def focus_updates(answers: list[Answer | None]) -> tuple[dict, dict, int]:
+def focus_updates(answers: list[Answer | None]) -> tuple[dict, dict, int, None]:
     """The picker and its clear button for the last answer (its first FOCUS_CHOICES sources, those it cited
-    ticked: the focus of its next follow-up), and the number of answers the picker is for (a question sent
-    before the picker caught up is asked as if nothing were picked)."""
+    ticked: the focus of its next follow-up), the number of answers the picker is for (a question sent
+    before the picker caught up is asked as if nothing were picked), and no ticks made on it yet."""
     last = answers[-1] if answers else None
     if last is None or not last.sources:
-        return gr.update(choices=[], value=[], visible=False), gr.update(visible=False), len(answers)
+        return gr.update(choices=[], value=[], visible=False), gr.update(visible=False), len(answers), None
     choices = focus_choices(last)
     offered = choices[:FOCUS_CHOICES]
     more = f" (the first {len(offered)} of its {len(choices)} papers)" if len(choices) > len(offered) else ""
     label = FOCUS_LABEL + more
     ticked = [paper for _, paper in offered if paper in set(last.cited)]
     picker = gr.update(choices=offered, value=ticked, label=label, visible=True)
-    return picker, gr.update(visible=True), len(answers)
+    return picker, gr.update(visible=True), len(answers), None
 
 
 def history_for(answers: list[Answer | None], picked: list[str] | None, picked_for: int | None = None) -> History:

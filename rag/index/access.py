@@ -76,10 +76,10 @@ class IndexAccess:
     @contextmanager
     def writing_here(self, opened: bool = False) -> Iterator[None]:
         """An ingest by this process, the only writer to the folder meanwhile: a client opened before (`opened`) is
-        opened again first, to write on top of what others wrote; its own writes need no re-open, and nothing
-        closes the client under it."""
+        opened again first if another process wrote since, to write on top of what it wrote; its own writes need
+        no re-open, and nothing closes the client under it."""
         with self._folder_held():
-            if self.enabled and opened:
+            if self.enabled and opened and self.state() != self.seen:  # another process wrote since
                 with self.lock.exclusive():  # waits for the questions in flight on the old client
                     self.reopen()
             with self.lock.shared():

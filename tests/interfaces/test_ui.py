@@ -92,7 +92,7 @@ def test_a_follow_up_is_asked_of_the_papers_picked_in_focus_and_a_cleared_focus_
     handlers = ChatHandlers(seeded)
     _, (chat, answers, _, _) = run(handlers, RXNFLOW)
     first = answers[0]
-    picker, clear, picked_for = focus_updates(answers)
+    picker, clear, picked_for, _ = focus_updates(answers)
     choices = [value for _, value in picker["choices"]]
     assert picker["value"] == first.cited and clear["visible"] and len(choices) == len(first.sources)
     # Ticks sent before the picker caught up with this answer (it was for none) pick nothing.
@@ -109,6 +109,18 @@ def test_a_follow_up_is_asked_of_the_papers_picked_in_focus_and_a_cleared_focus_
     _, (_, answers, _, _) = run(handlers, "What dataset do they use?", answers, chat, focus=[], focus_for=picked_for)
     assert answers[-1].focus == [] and answers[-1].standalone_question == "What dataset do they use?"
     assert focus_updates([None])[0]["visible"] is False
+
+
+def test_ticks_of_papers_the_last_answer_did_not_offer_pick_nothing(seeded):
+    """The page may send ticks made on an earlier answer's picker (the last answer's events still running):
+    they are not checked against the picker's choices (Gradio refused them, and the question failed), and
+    they pick nothing."""
+    demo = build_app(seeded)
+    respond = next(fn for fn in demo.fns.values() if getattr(fn.fn, "__name__", "") == "respond")
+    assert not any(isinstance(block, gr.CheckboxGroup) for block in respond.inputs)  # ticks come from a State
+    handlers = ChatHandlers(seeded)
+    _, (_, answers, _, _) = run(handlers, RXNFLOW)
+    assert history_for(answers, ["an-earlier-answers-paper"], len(answers)) == [(RXNFLOW, answers[0].text)]
 
 
 def test_an_off_topic_question_is_refused_in_words_and_the_panel_names_the_closest_papers(seeded):
