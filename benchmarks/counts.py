@@ -40,7 +40,7 @@ def main() -> int:
     for _ in range(args.repeat):
         for item in items:
             started = time.perf_counter()
-            answer = service.answer(item["question"])
+            service.answer(item["question"])
             times["topic" if item["count"].get("topic") else "no topic"].append((time.perf_counter() - started) * 1000)
     print(f"{papers:,} papers; {len(items)} questions x {args.repeat}; load average {load_line()}")
     for kind, values in times.items():

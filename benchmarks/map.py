@@ -9,8 +9,8 @@ is, and how long the page takes to show it.
 Printed: the build's seconds (a full layout: t-SNE and themes of every paper, as `rag map --rebuild`) and the
 process's peak RSS (it includes the embedding model and Chroma, as a `rag ingest` holds them); the size of the
 map's data the page receives (ui/map_data.py) and of the payload of /v1/map; then, with Chromium, the time from
-opening the page to the map's points drawn on its canvas (`--loads` page loads; medians, and each load). Targets (issue 30), on a
-2-core machine: built in <= 5 minutes and <= 2 GB, data <= 10 MB, shown in about a second.
+opening the page to the map's points drawn on its canvas (`--loads` page loads; medians, and each load).
+Targets (issue 30), on a 2-core machine: built in <= 5 minutes and <= 2 GB, data <= 10 MB, shown in about a second.
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ def page_loads(
     """Seconds from `goto` to the question box (the page without its map) and to the map drawn on its canvas,
     `loads` times (a first load not counted); with `screenshot`, then `question` asked and the map section
     saved as a PNG."""
+    from harness.servers import free_port  # benchmarks/harness/, beside this script
     from playwright.sync_api import sync_playwright
 
-    from harness.servers import free_port  # benchmarks/harness/, beside this script
     from ui.app import build_app, launch
 
     demo = build_app(service)
@@ -105,8 +105,10 @@ def main() -> int:
     data = map_data(found)
     packed = time.perf_counter() - started
     payload = json.dumps(found.to_payload())
-    print(f"read {read:.2f} s; the page's map data {len(data.encode()) / 1e6:.2f} MB (packed in {packed:.2f} s); "
-          f"/v1/map payload {len(payload) / 1e6:.2f} MB")
+    print(
+        f"read {read:.2f} s; the page's map data {len(data.encode()) / 1e6:.2f} MB (packed in {packed:.2f} s); "
+        f"/v1/map payload {len(payload) / 1e6:.2f} MB"
+    )
     if args.loads:
         times = page_loads(service, args.loads, args.screenshot, args.question)
         ready, drawn = (statistics.median(column) for column in zip(*times))

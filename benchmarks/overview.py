@@ -35,7 +35,9 @@ def main() -> int:
     parser.add_argument("--questions", type=Path, default=ROOT / "tests" / "eval" / "overview_questions.jsonl")
     parser.add_argument("--split", default="all", choices=["dev", "test", "all"])
     parser.add_argument("--config", default="extractive", help="extractive, or default: the bundled model writes")
-    parser.add_argument("--runs", type=int, default=1, help="timed answers per question (repeats reuse cached sentence vectors)")
+    parser.add_argument(
+        "--runs", type=int, default=1, help="timed answers per question (repeats reuse cached sentence vectors)"
+    )
     args = parser.parse_args()
     store = {"mode": "persistent", "path": str(args.index)}
     service = RagService(with_overrides(args.config, vectorstore=store))

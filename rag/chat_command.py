@@ -25,7 +25,7 @@ def run_chat(args: argparse.Namespace) -> int:
     service = service_from(args)
     filters = filters_from(args)
     if not args.questions:
-        print("Ask about the indexed abstracts; a follow-up may say \"it\" or \"they\". Ctrl-D ends.", flush=True)
+        print('Ask about the indexed abstracts; a follow-up may say "it" or "they". Ctrl-D ends.', flush=True)
     history: list[Turn] = []
     for line in typed_questions() if not args.questions else filed_questions(args.questions):
         if not line.strip():

@@ -1,5 +1,5 @@
-"""The `rag` command: ingest, ask, chat, related, map, stats, eval, ui, serve, mcp, fetch; its options (what each command
-does is in rag/commands.py).
+"""The `rag` command: ingest, ask, chat, related, map, stats, eval, ui, serve, mcp, fetch; its options (what
+each command does is in rag/commands.py).
 
 Only argparse is imported up front, so `rag --help` is instant. Errors meant for the user
 (`RagError`) print as one line on stderr and exit 1; no traceback reaches the terminal. Whatever a command
@@ -164,7 +164,9 @@ def add_map_parser(commands) -> None:
     paper_map.add_argument("--rebuild", action="store_true", help="lay out every paper afresh (else: kept from ingest)")
     paper_map.add_argument("--json", action="store_true", help="print the map as JSON (every paper: x, y, theme)")
     paper_map.add_argument("--html", metavar="FILE", help="also write the map as a page that opens offline")
-    paper_map.add_argument("--colour", choices=("theme", "area"), default="theme", help="--html's colours (default: theme)")
+    paper_map.add_argument(
+        "--colour", choices=("theme", "area"), default="theme", help="--html's colours (default: theme)"
+    )
     add_filter_options(paper_map)
     add_common_options(paper_map)
     paper_map.set_defaults(run=run_map)
@@ -263,7 +265,6 @@ def add_filter_options(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(spec.option, dest=spec.name, action=argparse.BooleanOptionalAction, help=spec.help)
         else:
             parser.add_argument(spec.option, dest=spec.name, default="", help=spec.help)
-
 
 
 if __name__ == "__main__":

@@ -260,7 +260,10 @@ def run_eval(args: argparse.Namespace) -> int:
     if missing:
         from rag.core.wording import counted
 
-        print(f"warning: {counted(len(missing), 'gold paper')} not in the index: {', '.join(missing[:10])}", file=sys.stderr)
+        print(
+            f"warning: {counted(len(missing), 'gold paper')} not in the index: {', '.join(missing[:10])}",
+            file=sys.stderr,
+        )
     if args.misses:
         for row in report.misses():
             what = "refused" if row.refused else f"rank {row.rank() or '>' + str(k)}"

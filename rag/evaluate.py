@@ -23,13 +23,12 @@ from typing import TYPE_CHECKING, Protocol
 
 from rag.core.errors import InputError
 from rag.core.filters import Filters
-from rag.core.jsonl import SPLITS, read_split
+from rag.core.jsonl import read_split
 from rag.facts import missing_facts
 from rag.retrieval.refusal import refusal
 
 if TYPE_CHECKING:
     from rag.service import RagService
-
 
 
 @dataclass(frozen=True)
@@ -170,7 +169,9 @@ class Report:
         for kind in kinds:
             metrics = Report(self.system, self.questions, self.split, self.k, [r for r in self.rows if r.kind == kind])
             figures = metrics.metrics()
-            table[kind] = {key: figures[key] for key in ("answerable", "fact_recall", "ask_recall", "citation_precision")}
+            table[kind] = {
+                key: figures[key] for key in ("answerable", "fact_recall", "ask_recall", "citation_precision")
+            }
         return table
 
     def fact_misses(self) -> list[Row]:
@@ -357,7 +358,10 @@ def kind_lines(report: Report) -> list[str]:
     width = max(len(kind) for kind in table) + 2
     lines = ["by kind".ljust(width) + "  n   facts   asks  cited"]
     for kind, figures in table.items():
-        cells = ["—" if figures[key] is None else f"{figures[key]:.3f}" for key in ("fact_recall", "ask_recall", "citation_precision")]
+        cells = [
+            "—" if figures[key] is None else f"{figures[key]:.3f}"
+            for key in ("fact_recall", "ask_recall", "citation_precision")
+        ]
         lines.append(kind.ljust(width) + f"{figures['answerable']:>3}  " + "  ".join(cells))
     return lines
 

@@ -2,9 +2,10 @@
 
 Tools `search_papers` (question, k, filters -> papers), `ask` (question -> cited answer with its
 sources), `related_papers` (a paper or an abstract -> the papers like it, each with the sentences that
-tie them), `paper_map` (the map of the conference: its themes, and each paper's place), and a resource per paper, `paper://{paper_id}` (title, abstract, metadata). Built with the
-official SDK (`pip install -e ".[mcp]"`); each call delegates to one `RagService`. Our errors come
-back as MCP tool errors (`isError` with the message), an unknown paper as resource-not-found.
+tie them), `paper_map` (the map of the conference: its themes, and each paper's place), and a resource per
+paper, `paper://{paper_id}` (title, abstract, metadata). Built with the official SDK
+(`pip install -e ".[mcp]"`); each call delegates to one `RagService`. Our errors come back as MCP tool
+errors (`isError` with the message), an unknown paper as resource-not-found.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import Annotated, Any
 
 from pydantic import Field, ValidationError
 
-from rag.core.config import RequestK
 from rag.answering.related import find_related
+from rag.core.config import RequestK
 from rag.core.errors import ConfigError, InputError, RagError, first_problem
 from rag.core.filters import FilterSpec, as_filters
 from rag.service import RagService

@@ -95,7 +95,6 @@ def llama_server(tmp_path_factory):
     """llama.cpp's own OpenAI-compatible server (`python -m llama_cpp.server`) serving the bundled
     GGUF on a free loopback port; started once, always stopped."""
     from benchmarks.harness.servers import LlamaServer
-
     from rag.answering.providers import bundled_gguf
 
     with LlamaServer(bundled_gguf(), tmp_path_factory.mktemp("llama-server") / "server.log") as server:

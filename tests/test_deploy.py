@@ -29,7 +29,8 @@ NEW_PAPERS = [
     {"id": "new-quokka", "title": "Quokka: Marsupial Gait Priors for Legged Robot Locomotion",
      "abstract": "We teach quadruped robots to hop like quokkas using marsupial gait priors from wildlife video."},
     {"id": "new-sourdough", "title": "Sourdough Starters as Living Reservoir Computers",
-     "abstract": "Fermenting sourdough cultures act as reservoir computers whose yeast dynamics forecast chaotic series."},
+     "abstract": "Fermenting sourdough cultures act as reservoir computers whose yeast dynamics forecast chaotic "
+                 "series."},
 ]  # fmt: skip
 
 
@@ -99,4 +100,3 @@ def test_a_replica_killed_under_load_loses_no_request(lab, pool):
     assert figures["answers"] > 0
     assert figures["in_flight_answered_by_another"] == figures["in_flight_on_it"]
     assert figures["of_those_answered_by_another"] == len(figures["sent_to_it_after_the_kill_s"])
-

@@ -17,8 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 from clirun import rag
-from terminal import readable
 from conftest import settings_for, write_jsonl
+from terminal import readable
 
 from benchmarks.harness.loadgen import HOST
 from benchmarks.harness.servers import free_port

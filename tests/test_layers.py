@@ -17,9 +17,7 @@ def test_imports_run_down_the_stages():
     script = Path(sys.executable).with_name("lint-imports")
     command = str(script) if script.exists() else shutil.which("lint-imports")
     assert command, "lint-imports is missing: pip install -e '.[test]'"
-    done = subprocess.run(
-        [command, "--no-cache"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120
-    )
+    done = subprocess.run([command, "--no-cache"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 

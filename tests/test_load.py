@@ -451,8 +451,8 @@ def test_the_api_key_never_shows_in_pages_config_errors_or_logs(
     seed_index, embeddings, pool, monkeypatch, caplog, capfd
 ):
     from gradio_client import Client
-    from benchmarks.harness.servers import echo_key_401, scripted_server
 
+    from benchmarks.harness.servers import echo_key_401, scripted_server
     from ui.app import ChatHandlers
 
     monkeypatch.setenv(KEY_ENV, FAKE_KEY)
@@ -531,6 +531,7 @@ def model_held(seed_index, embeddings, max_queue: int):
     """An app with one answer slot, held by a model call that waits until `release` is set; yields
     (url, the holding job, release, the model server's requests)."""
     from gradio_client import Client
+
     from benchmarks.harness.servers import Scripted, chat, scripted_server
 
     release = threading.Event()
@@ -640,6 +641,7 @@ def test_prompt_injections_leak_nothing_and_others_are_still_served(
     seed_index, embeddings, pool, llama_server, monkeypatch
 ):
     from gradio_client import Client
+
     from benchmarks.harness.servers import chat, scripted_server
 
     monkeypatch.setenv(KEY_ENV, FAKE_KEY)

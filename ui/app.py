@@ -153,7 +153,7 @@ class ChatHandlers:
         return [gr.DownloadButton(value=str(self.files.write(latest, fmt)), visible=True) for fmt in DOWNLOADS]
 
     def clear(self) -> tuple[list, list, str, str]:
-        """"Clear chat", or the chat's own clear icon: the answers go, and after them the focus, the chips and
+        """ "Clear chat", or the chat's own clear icon: the answers go, and after them the focus, the chips and
         the panels (an empty chat must leave no paper in focus for the next question)."""
         return [], [], sources_panel_html(None, 0), ""
 
@@ -272,7 +272,8 @@ def build_app(service: RagService) -> gr.Blocks:
             "fn": handlers.respond,
             "inputs": [question, chatbot, answers, ticked, focus_for, *pickers],
             "outputs": outputs,
-            "api_visibility": "private", "concurrency_id": "answer",
+            "api_visibility": "private",
+            "concurrency_id": "answer",
             "show_progress": "minimal",
         }
         private = {"api_visibility": "private"}
@@ -292,7 +293,9 @@ def build_app(service: RagService) -> gr.Blocks:
         redo = {**respond, "fn": handlers.drop_understood, "inputs": [understood, chatbot, answers, *pickers]}
         refresh(understood.input(**redo))
         refresh(gr.on([clear.click, chatbot.clear], handlers.clear, outputs=outputs, queue=False, **private))
-        clear_focus.click(cleared, inputs=[focus_for], outputs=[focus, focus_for], api_visibility="private", queue=False)
+        clear_focus.click(
+            cleared, inputs=[focus_for], outputs=[focus, focus_for], api_visibility="private", queue=False
+        )
         # The ticks go to a State as they are made, unchecked: a question is sent with the ticks of the picker the
         # server last drew, never the page's, which may be an earlier answer's while its events still run (Gradio
         # refused those as not among the choices, and the question failed). `history_for` keeps only offered ones.

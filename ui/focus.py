@@ -66,5 +66,5 @@ def history_for(answers: list[Answer | None], picked: list[str] | None, picked_f
 
 
 def cleared(picked_for: int) -> tuple[dict, int]:
-    """"Clear focus": no ticks, and the mark that the next question is asked without the conversation."""
+    """ "Clear focus": no ticks, and the mark that the next question is asked without the conversation."""
     return gr.update(value=[]), -abs(picked_for)

@@ -60,8 +60,11 @@ def map_view(service: Any, answers: gr.State, pickers: list[gr.Dropdown]) -> dic
             [("Theme", "theme"), ("Primary area", "area")], value="theme", label="Colour by", elem_id="rag-map-colour"
         )
         canvas = gr.HTML(
-            "", html_template=LAYOUT, js_on_load=SCRIPT.read_text(encoding="utf-8"),
-            elem_id="rag-map", apply_default_css=False,
+            "",
+            html_template=LAYOUT,
+            js_on_load=SCRIPT.read_text(encoding="utf-8"),
+            elem_id="rag-map",
+            apply_default_css=False,
         )
         card = gr.HTML(PROMPT, elem_id="rag-map-card", js_on_load=None)
 

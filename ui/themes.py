@@ -1,7 +1,8 @@
 """An overview answer on the page: its themes as a short list, each theme's papers folded under it.
 
 Each theme shows its name (its distinctive words), its size, a configured model's checked sentence about
-it when it has one, and its quoted sentences, all with their `[n]` badges; its papers sit in a `<details>` under it, closed until opened. Every piece of text is escaped
+it when it has one, and its quoted sentences, all with their `[n]` badges; its papers sit in a `<details>`
+under it, closed until opened. Every piece of text is escaped
 (titles and quotes through `markup_html`), as in ui/render.py, which calls `themes_html` for an answer
 that has themes.
 """

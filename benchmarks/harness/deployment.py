@@ -91,7 +91,9 @@ def deployment(
             raise RuntimeError(f"rag ingest of the seeds failed: {ingested.stderr}")
         for number in range(replicas):
             own_cache = {"RAG_RETRIEVAL__LEXICAL_CACHE": str(folder / f"bm25-{number}")}
-            lab.replicas.append(ServeProcess(folder / f"replica-{number}.log", {**env, **own_cache}, "--config", config))
+            lab.replicas.append(
+                ServeProcess(folder / f"replica-{number}.log", {**env, **own_cache}, "--config", config)
+            )
         started += lab.replicas
         start_together(lab.replicas)
         lab.balancer = Balancer(folder / "nginx", [replica.port for replica in lab.replicas]).start()
@@ -213,7 +215,9 @@ def wait_until_found(replica: ServeProcess, papers: list[dict], within: float = 
                 missing.pop(0)
             elif time.monotonic() - began > within:
                 # The relevance tells which ranking lacks the paper: 1.0 first in both, less in one only.
-                said = [(p["paper_id"], p["relevance"], p["score"]) for p in data] or f"{reply.status_code} {reply.text}"
+                said = [
+                    (p["paper_id"], p["relevance"], p["score"]) for p in data
+                ] or f"{reply.status_code} {reply.text}"
                 health = client.get(f"{replica.url}health").text
                 raise RuntimeError(
                     f"{replica.url} still lacks {[p['id'] for p in missing]} after {within} s: {said}; {health}"

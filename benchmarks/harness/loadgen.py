@@ -205,7 +205,9 @@ class ApiUser:
         self.client = httpx.Client(base_url=f"{url.rstrip('/')}/v1", headers=headers)
 
     def ask(self, question: str, history: list[list[str]], timeout: float) -> dict:
-        earlier = [{"role": role, "content": text} for pair in history for role, text in zip(("user", "assistant"), pair)]
+        earlier = [
+            {"role": role, "content": text} for pair in history for role, text in zip(("user", "assistant"), pair)
+        ]
         messages = [*earlier, {"role": "user", "content": question}]
         reply = self.client.post("/chat/completions", json={"messages": messages}, timeout=timeout)
         if reply.status_code != 200:

@@ -7,7 +7,8 @@ sentence that introduces the paper. Its weights are a small JSON file shipped in
 (`ask_ranker.json`), read once per picker: the question path imports nothing to use them (the score is a
 dot product), and scikit-learn is needed only to train them again:
 
-    python benchmarks/ask_ranker.py --index /tmp/asks-idx tests/eval/seed_questions.jsonl tests/eval/asks_questions.jsonl
+    python benchmarks/ask_ranker.py --index /tmp/asks-idx \
+        tests/eval/seed_questions.jsonl tests/eval/asks_questions.jsonl
 
 which labels every candidate sentence of the best paper for each ask of the dev questions (positive when
 it holds one of the ask's facts), reports cross-validated top-1 against the hand weights, and writes the file.

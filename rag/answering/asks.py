@@ -18,7 +18,7 @@ import itertools
 import math
 import re
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from rag.answering.ask_ranker import FEATURES
 from rag.core.config import AnswerConfig
@@ -26,7 +26,10 @@ from rag.retrieval.naming import name_parts
 from rag.retrieval.words import GENERIC, NAME
 
 # Where a second ask starts: a conjunction followed by a question word, or a question word after a semicolon.
-WH = r"(?:what|which|how|why|where|when|who|whom|whose|is|are|does|do|did|can|could|(?:on|in|for|to|from|with|by|at|across) (?:which|what|whom|how))"
+WH = (
+    r"(?:what|which|how|why|where|when|who|whom|whose|is|are|does|do|did|can|could"
+    r"|(?:on|in|for|to|from|with|by|at|across) (?:which|what|whom|how))"
+)
 # An aside may stand between the conjunction and the question word ('…, and beyond speech, on which …');
 # it stays with the ask it opens.
 ASK_BREAK = re.compile(
@@ -38,7 +41,7 @@ ASK_BREAK = re.compile(
 AUXILIARY = re.compile(r"(?:is|are|does|do|did|can|could)\b", re.I)
 
 
-class AskKind(str, Enum):
+class AskKind(StrEnum):
     """What kind of sentence answers an ask."""
 
     NUMBER = "number"  # how many / how much / what percentage
@@ -138,7 +141,8 @@ RESULT = re.compile(
 )
 # A sentence that reports how a method was evaluated, not how it works.
 EVALUATION = re.compile(
-    r"^\W*(?:(?:extensive |comprehensive )?(?:experiments?|experimental results|empirical results|evaluations?|results)\b"
+    r"^\W*(?:(?:extensive |comprehensive )?"
+    r"(?:experiments?|experimental results|empirical results|evaluations?|results)\b"
     r"|we (?:\w+ )?(?:demonstrate|show|validate|verify|confirm) (?:the )?(?:effectiveness|efficacy|superiority)\b)",
     re.I,
 )

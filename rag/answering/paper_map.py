@@ -215,6 +215,7 @@ def themes_of(vectors: np.ndarray, texts: list[str], titles: list[str]) -> tuple
         renumbered[labels == old] = new
     groups = [np.flatnonzero(renumbered == theme).tolist() for theme in range(len(order))]
     from rag.answering.themes import distinctive_words  # here: the module stays light on a question's path
+
     # On a map of many papers, a term used by more than twice a theme's mean share of them tells no theme from
     # the others; a map of a few dozen has too few papers per theme to say which terms are common.
     most_common = 2 / len(groups) if len(vectors) >= FEW else 1.0

@@ -22,8 +22,8 @@ from rag.core.errors import InputError
 from rag.core.filters import Filters
 from rag.core.markup import plain_text
 from rag.core.types import Answer, Source
-from rag.retrieval.related import Method, RelatedRanker, Subject, checked_text, pasted_abstract, related_question
 from rag.retrieval.refusal import refusal_reason
+from rag.retrieval.related import Method, RelatedRanker, Subject, checked_text, pasted_abstract, related_question
 from rag.retrieval.understand import Understood
 from rag.retrieval.words import source_sentences
 

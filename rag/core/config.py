@@ -26,11 +26,11 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from rag.core.config_answers import AnswerConfig, LLMConfig, ProviderName, QuestionsConfig, UIConfig
 from rag.core.config_papers import (
     BUNDLED_EMBEDDING,
-    K,
     ChunkingConfig,
     EmbeddingConfig,
     FetchConfig,
     IngestConfig,
+    K,
     RequestK,
     RetrievalConfig,
     Section,
@@ -200,7 +200,6 @@ def _origin(loc: tuple[int | str, ...], files: list[Path]) -> str:
         if data is not None:
             return str(file)
     return str(files[-1])
-
 
 
 def config_names() -> list[str]:

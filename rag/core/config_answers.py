@@ -13,7 +13,6 @@ from pydantic_settings import NoDecode
 
 from rag.core.config_papers import Section
 
-
 ProviderName = Literal["llamacpp", "openai", "extractive"]  # the keys of rag.answering.providers.PROVIDERS
 LLAMACPP: tuple[ProviderName, ...] = ("llamacpp",)
 OPENAI: tuple[ProviderName, ...] = ("openai",)
@@ -84,8 +83,9 @@ class LLMConfig(Section):
         False,
         "Ask the model for one sentence per theme of an overview (kept only when it cites two of the theme's "
         "quotes and the citation check supports it; docs/overviews.md). Off by default: the bundled SmolLM2-135M "
-        "never wrote one that was kept, and asking made an overview several times slower; on in configs/openai.yaml and "
-        "configs/ollama.yaml, and worth turning on with a capable GGUF of your own (model_path).",
+        "never wrote one that was kept, and asking made an overview several times slower; on in "
+        "configs/openai.yaml and configs/ollama.yaml, and worth turning on with a capable GGUF of your own "
+        "(model_path).",
     )
 
     @field_validator("*")

@@ -88,7 +88,9 @@ class VectorstoreConfig(Section):
         2, ge=0, description="Retries of a Chroma server call that failed to connect, 0.5, 1, 2 s... apart (http mode)."
     )
     timeout: float = Field(
-        30.0, gt=0, description="Seconds a Chroma server call may wait for an answer before it counts as lost (http mode)."
+        30.0,
+        gt=0,
+        description="Seconds a Chroma server call may wait for an answer before it counts as lost (http mode).",
     )
 
     @field_validator("path", mode="before")
@@ -164,10 +166,10 @@ class RetrievalConfig(Section):
     )
 
 
-
-
 # `k` as the APIs take it in JSON (/v1, MCP tools): a whole number, not "5" or true, in retrieval.k's bounds.
-RequestK = Annotated[K | None, Field(strict=True, description="Papers to retrieve (default: the config's retrieval.k).")]
+RequestK = Annotated[
+    K | None, Field(strict=True, description="Papers to retrieve (default: the config's retrieval.k).")
+]
 
 
 def checked_k(value: int | str) -> int:

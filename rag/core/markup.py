@@ -54,7 +54,14 @@ MACRO_ON_UNCLOSED = re.compile(r"(?<!\\)((?:\\\\)*)\\([A-Za-z]+)\\\{\s*(?=[^\s}]
 
 # What abstracts use beyond pylatexenc's defaults: the walker must know each macro's arguments,
 # the converter what text it stands for. Bold and italic become Markdown, handled with the rest.
-EXTRA_MACRO_ARGS = {"href": "{{", "citealp": "*[[{", "underline": "{", "textcolor": "{{", "color": "{", "fontfamily": "{"}
+EXTRA_MACRO_ARGS = {
+    "href": "{{",
+    "citealp": "*[[{",
+    "underline": "{",
+    "textcolor": "{{",
+    "color": "{",
+    "fontfamily": "{",
+}
 EXTRA_MACRO_ARGS |= {"tfrac": "{{", "dfrac": "{{"}
 # What each macro's last argument becomes (`{}`: its text), e.g. `\href{url}{text}` -> text.
 LAST_ARGUMENT = {

@@ -9,7 +9,8 @@ from typing import Any
 from rag.core.export import ExportFormat, export_answer
 from rag.core.markers import cited_numbers
 from rag.core.tables import Table
-from rag.core.text import safe_links as safe_links, safe_url as safe_url  # the link check, where it lives
+from rag.core.text import safe_links as safe_links  # the link check, where it lives
+from rag.core.text import safe_url as safe_url
 
 PASSAGE_GAP = " … "  # between passages of one abstract that are not next to each other
 
@@ -249,7 +250,9 @@ class Answer:
             grouped = "Themes grouped by what the papers' sentences say they do; each quote is cited"
             if any(theme.summary for theme in self.themes):
                 by = f"the language model{f' ({model})' if model else ''}"
-                return f"{grouped}; a theme's first sentence is written by {by} and checked against the quotes it cites."
+                return (
+                    f"{grouped}; a theme's first sentence is written by {by} and checked against the quotes it cites."
+                )
             return f"{grouped}."
         return None
 

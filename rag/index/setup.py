@@ -81,7 +81,9 @@ class IndexSetup:
         return vectors == theirs
 
     def label(self) -> str:
-        return f"{self.model_label} ({self.backend}; chunks of {self.chunk_tokens} tokens, {self.overlap_tokens} shared)"
+        return (
+            f"{self.model_label} ({self.backend}; chunks of {self.chunk_tokens} tokens, {self.overlap_tokens} shared)"
+        )
 
     def described(self, papers: int, chunks: int, exists: bool, where: str) -> dict[str, Any]:
         """What `rag stats` and the app's header show of an index with this setup, holding so many papers."""
@@ -114,7 +116,7 @@ class IndexSetup:
         return " ".join([f"RAG_EMBEDDING__BACKEND={self.backend}", *chosen])
 
     def unusable_because(self) -> str | None:
-        """Why this setup can't be loaded on this machine (another version's index, a model not here); None if it can."""
+        """Why this setup can't be loaded on this machine (another version's index, a model not here), or None."""
         if self.version != INDEX_VERSION:
             return f"it is index version {self.version} and this abstract-rag reads version {INDEX_VERSION}"
         try:

@@ -22,10 +22,10 @@ from langchain_core.embeddings import Embeddings
 
 from rag.core.config import Settings, VectorstoreConfig
 from rag.core.errors import StoreError, first_line
-from rag.index.setup import IndexSetup, check_can_write, check_index_folder
 from rag.core.papers import PaperRecord
 from rag.core.text import safe_links
 from rag.core.types import Source
+from rag.index.setup import IndexSetup, check_can_write, check_index_folder
 
 DELETE_BATCH = 500
 # A file written this recently may be written again within the same tick of the file system's clock

@@ -88,4 +88,3 @@ class Chunker:
             keep_separator="end",
             strip_whitespace=True,
         )
-

@@ -46,9 +46,7 @@ class Standalone:
         return replace(filters, papers=self.focus or filters.papers)
 
 
-def standalone_question(
-    question: str, history: list[tuple[str, str]], rewriter: Callable[[], Rewriter]
-) -> Standalone:
+def standalone_question(question: str, history: list[tuple[str, str]], rewriter: Callable[[], Rewriter]) -> Standalone:
     """Rewrite a follow-up into a question that retrieval can answer alone.
 
     `rewriter` is called only for a follow-up, so a plain question never loads a model.

@@ -12,9 +12,9 @@ from rag.core.config import PROJECT_ROOT
 from rag.core.errors import InputError
 from rag.core.filters import Filters
 from rag.core.types import Source
-from rag.retrieval.focus import Turn
 from rag.index.embeddings import CachedEmbeddings
 from rag.ingest.papers import load_papers
+from rag.retrieval.focus import Turn
 
 PAPERS = {paper.paper_id: paper for paper in load_papers([SEED_FILE])}
 
@@ -89,7 +89,8 @@ def test_the_readme_follow_up_states_the_benchmark_not_the_previous_answer_again
     follow = seeded.answer("What benchmark did they use?", history=[Turn.of(first)])
     assert follow.focus == first.cited[:1] and follow.cited == first.cited[:1]
     assert "Hanabi benchmark" in follow.checks[0].text  # it leads with the new fact, not the last answer again
-    # and doesn't quote the last answer again after it (it did: "... Hanabi benchmark ... [1]. We introduce R3D2 ... [1].")
+    # and doesn't quote the last answer again after it
+    # (it did: "... Hanabi benchmark ... [1]. We introduce R3D2 ... [1].")
     assert not any(check.text in first.text for check in follow.checks), (first.text, follow.text)
 
 
@@ -214,8 +215,12 @@ class TestCitationChecker:
         """The model copied `$50,000$` and lost a dollar ('It took $50,000 GPU hours'): the rest of the answer
         would read as math. What it writes is rendered as the abstracts are, then checked against the
         rendered source (the abstract's `$\\epsilon$-VAE` holds the model's 'ϵ-VAE')."""
-        sources = [Source.from_text("x", "X", "It took $50,000$ GPU hours. The $\\epsilon$-VAE reaches 91\\% accuracy.", 0.9)]
-        text, checks = checker.check("It took $50,000 GPU hours [1]. The **ϵ-VAE** reaches 91\\% accuracy [1].", sources)
+        sources = [
+            Source.from_text("x", "X", "It took $50,000$ GPU hours. The $\\epsilon$-VAE reaches 91\\% accuracy.", 0.9)
+        ]
+        text, checks = checker.check(
+            "It took $50,000 GPU hours [1]. The **ϵ-VAE** reaches 91\\% accuracy [1].", sources
+        )
         assert text == "It took 50,000 GPU hours [1]. The ϵ-VAE reaches 91% accuracy [1]."
         assert all(check.supported for check in checks)
 

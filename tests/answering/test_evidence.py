@@ -99,7 +99,10 @@ def test_a_quoted_sentence_is_checked_without_the_name_put_before_it(seeded):
     source = next(
         s for s in seeded.retrieve("specialist language models from generalist data") if s.paper_id == "p6ncr0eTKE"
     )
-    quote = "We also present ablation studies that examine the impact of dataset sizes, clustering configurations, and model sizes."
+    quote = (
+        "We also present ablation studies that examine the impact of dataset sizes, clustering configurations, "
+        "and model sizes."
+    )
     named = f"{paper_name(source)}: {quote}"
     assert len(named) > len(quote) + 60  # the stand-in name is the whole title, in quotes
     names = {paper_name(source).lower()}
@@ -324,7 +327,8 @@ def test_a_paper_the_question_names_is_not_ranked_down(embeddings):
 def test_a_cited_sentence_ends_where_its_marker_does_whatever_follows():
     # A paper named by a lower-case phrase opens the next sentence of an extractive answer; read as one
     # sentence with the one before, it was checked against both papers and its markers ran together.
-    text = "It beats gradient descent on stiff PDEs [2]. completely back-propagation-free (BP-free): It trains on chips [1]."
+    text = "It beats gradient descent on stiff PDEs [2]. completely back-propagation-free (BP-free): "
+    text += "It trains on chips [1]."
     assert split_sentences(text) == [
         "It beats gradient descent on stiff PDEs [2].",
         "completely back-propagation-free (BP-free): It trains on chips [1].",

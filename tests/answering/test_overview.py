@@ -147,7 +147,8 @@ def test_with_the_bundled_model_a_theme_sentence_is_kept_only_when_its_citations
         cited = [int(n) for n in re.findall(r"\[(\d+)\]", theme.summary)]
         assert len(set(cited)) >= min(2, len(quoted)) and set(cited) <= set(quoted), theme.summary
         sources = [Source.from_text(quoted[n].paper_id, "", quoted[n].sentence) for n in sorted(quoted)]
-        local = re.sub(r"\[(\d+)\]", lambda m: f"[{sorted(quoted).index(int(m[1])) + 1}]", theme.summary)
+        order = sorted(quoted)
+        local = re.sub(r"\[(\d+)\]", lambda m, order=order: f"[{order.index(int(m[1])) + 1}]", theme.summary)
         _, checks = checker.check(local, sources)
         assert checks and all(check.supported for check in checks), theme.summary
         assert theme.summary in answer.text and "written by the language model" in answer.provenance()
@@ -165,7 +166,7 @@ class Says:
 
 @pytest.mark.parametrize("cites, kept", [("[1]", False), ("[1][2]", True)])
 def test_a_theme_sentence_is_kept_only_when_it_cites_two_of_the_themes_quotes(moe, cites, kept):
-    """"These papers … [26]" about a theme of five, from one paper's quote, speaks for one paper: set aside.
+    """ "These papers … [26]" about a theme of five, from one paper's quote, speaks for one paper: set aside.
     The same words citing two of the theme's quotes, both supporting it, stand for the theme."""
     from types import SimpleNamespace
 

@@ -379,7 +379,6 @@ def test_a_model_answer_that_says_the_evidence_without_the_paper_s_name_is_not_f
     seeded, embeddings, key
 ):
     from rag.answering.evidence import repeats
-
     from rag.retrieval.focus import Turn
 
     first = seeded.answer("Which agent plays Hanabi with unfamiliar partners?")  # names R3D2

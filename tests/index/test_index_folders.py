@@ -5,8 +5,8 @@ and nothing in the folder changes.
    writes to its database whenever it opens a folder (`PersistentClient` records a write lock and checks
    its migrations; chroma-core/chroma#1438 asks for a read-only client), so it is read from a private copy
    taken at open; `ingest` says in one line that it can't write there. Before: `attempt to write a
-   readonly database` and `'RustBindingsAPI' object has no attribute 'bindings'` tracebacks. Tests run as root, whom file modes
-   don't stop, so the command runs as `nobody` (`setpriv`); as another user, it runs as that user.
+   readonly database` and `'RustBindingsAPI' object has no attribute 'bindings'` tracebacks. Tests run as
+   root, whom file modes don't stop, so the command runs as `nobody` (`setpriv`); as another user, it runs as that user.
 8. A folder holding another application's Chroma collections and no index of ours is refused, as a
    folder of other files is. Before: answered, and added three collections and a BM25 folder to it.
 """

@@ -74,8 +74,12 @@ ACCEPTED = {  # case -> (the record, its id as stored, the field stored and its 
     "null-status": (record("hostile", status=None), "hostile", "status", ""),
     "null-url": (record("hostile", url=None, openreview_url=None), "hostile", "url", ""),
     "number-id": (record("hostile", id=4217), "4217", "title", "Made-up paper hostile"),
-    "authors-string": (record("hostile", authors="Ada Example; Ben Placeholder"), "hostile", "authors",
-                       "Ada Example; Ben Placeholder"),
+    "authors-string": (
+        record("hostile", authors="Ada Example; Ben Placeholder"),
+        "hostile",
+        "authors",
+        "Ada Example; Ben Placeholder",
+    ),
     "venue-number": (record("hostile", venue=42), "hostile", "title", "Made-up paper hostile"),  # not read
     "keywords-surrogate": (record("hostile", keywords=["\udc80"]), "hostile", "title", "Made-up paper hostile"),
 }
@@ -120,8 +124,12 @@ NESTED_TOO_DEEP = b'{"id": "deep", "abstract": "Deep.", "authors": ' + b"[" * 60
 
 OTHER_FILES = {  # name -> (file name, its bytes, the line reported, what it says), good rows around the bad one
     "jsonl-nested-60000-deep": ("list.jsonl", NESTED_TOO_DEEP, 2, "nested too deeply"),
-    "jsonl-id-of-5000-digits": ("list.jsonl", b'{"id": ' + b"7" * 5000 + b', "abstract": "Long id."}\n', 2,
-                                "integer string conversion"),
+    "jsonl-id-of-5000-digits": (
+        "list.jsonl",
+        b'{"id": ' + b"7" * 5000 + b', "abstract": "Long id."}\n',
+        2,
+        "integer string conversion",
+    ),
     "csv-row-without-abstract": ("list.csv", b"bad-row,Short row\n", 3, "record has no 'abstract'"),
     "csv-surrogate-as-utf8-bytes": ("list.csv", b'bad-row,T,"A \xed\xb2\x80 b",Ada\n', 3, "not UTF-8 text"),
     "txt-surrogate-as-utf8-bytes": ("list.txt", b"An abstract \xed\xa0\x80 broken.\n\n", 3, "not UTF-8 text"),
@@ -134,8 +142,12 @@ def other_file(folder: Path, case: str) -> Path:
     if name.endswith(".jsonl"):
         lines = [json.dumps(GOOD[0]).encode() + b"\n", bad, json.dumps(GOOD[1]).encode() + b"\n"]
     elif name.endswith(".csv"):
-        lines = [b"id,title,abstract,authors\n", f"good-before,T,{good[0]},Ada\n".encode(), bad,
-                 f"good-after,T,{good[1]},Ada\n".encode()]
+        lines = [
+            b"id,title,abstract,authors\n",
+            f"good-before,T,{good[0]},Ada\n".encode(),
+            bad,
+            f"good-after,T,{good[1]},Ada\n".encode(),
+        ]
     else:  # the seed text format: a list title, then abstracts with blank lines between
         lines = [b"Made-up list\n\n", bad, good[0].encode() + b"\n\n" + good[1].encode() + b"\n"]
     path = folder / name
@@ -159,8 +171,16 @@ def test_a_bad_row_of_any_format_costs_only_itself(tmp_path, remembered, case):
 @pytest.mark.slow
 def test_the_command_reports_each_bad_record_in_one_line_and_stores_every_good_one(tmp_path, embeddings):
     """The issue's case through `rag ingest`: the seeds and a list whose bad records sit among good ones."""
-    cases = [("authors", 42), ("authors", True), ("title", "\udc80"), ("abstract", "Graph \udc80 kernels"),
-             ("status", ["Oral"]), ("id", {"forum": "x"}), ("primary_area", 3.5), ("authors", [["Ada"]])]
+    cases = [
+        ("authors", 42),
+        ("authors", True),
+        ("title", "\udc80"),
+        ("abstract", "Graph \udc80 kernels"),
+        ("status", ["Oral"]),
+        ("id", {"forum": "x"}),
+        ("primary_area", 3.5),
+        ("authors", [["Ada"]]),
+    ]
     bad = [record(f"bad-{n}", **{field: value}) for n, (field, value) in enumerate(cases)]
     good = [record(f"good-{n}") for n in range(len(bad) + 1)]
     lines = [good[0]] + [line for pair in zip(bad, good[1:]) for line in pair]

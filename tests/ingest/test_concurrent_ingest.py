@@ -83,9 +83,7 @@ def ask_while_writing(index, writers, question: str) -> subprocess.CompletedProc
 
 
 @pytest.mark.timeout(1800)  # about 2 minutes a round on 2 idle cores; more on a busy machine
-def test_two_ingests_into_one_folder_at_once_wait_for_each_other_and_leave_an_index_that_answers(
-    tmp_path, two_files
-):
+def test_two_ingests_into_one_folder_at_once_wait_for_each_other_and_leave_an_index_that_answers(tmp_path, two_files):
     first, second = two_files
     title = json.loads(first.read_text(encoding="utf-8").splitlines()[0])["title"]  # a paper both files bring
     asked_meanwhile = 0
@@ -94,7 +92,7 @@ def test_two_ingests_into_one_folder_at_once_wait_for_each_other_and_leave_an_in
         writers = [start_ingest(index, first, second), start_ingest(index, second, first)]
         meanwhile = ask_while_writing(index, writers, title)
         outputs = [writer.communicate(timeout=900) for writer in writers]
-        for writer, (out, err) in zip(writers, outputs):
+        for writer, (_out, err) in zip(writers, outputs):
             assert writer.returncode == 0, err[-3000:]
             assert "Traceback" not in err, err[-3000:]
         total, unreadable = chunks_without_vectors(index)

@@ -34,7 +34,9 @@ def large_list(tmp_path_factory):
     if not FULL_LIST.exists():
         pytest.skip(f"{FULL_LIST} is not here")
     folder = tmp_path_factory.mktemp("large")
-    return [records_of_the_list(folder / name, lines) for name, lines in (("a.jsonl", (HALF,)), ("b.jsonl", (HALF, LARGE)))]
+    return [
+        records_of_the_list(folder / name, lines) for name, lines in (("a.jsonl", (HALF,)), ("b.jsonl", (HALF, LARGE)))
+    ]
 
 
 def fast_service(folder):

@@ -24,7 +24,10 @@ def test_the_shipped_seeds_are_the_same_19_abstracts_with_their_titles_and_autho
     papers = list(load_papers([SEED_FILE]))
     assert [paper.abstract for paper in papers] == [paper.abstract for paper in load_papers([SEED_TEXT])]
     assert all(paper.has_own_id and paper.title and paper.authors and paper.url for paper in papers)
-    assert papers[4].title == "Generative Flows on Synthetic Pathway for Drug Design" and papers[4].paper_id == "pB1XSj2y4X"
+    assert (
+        papers[4].title == "Generative Flows on Synthetic Pathway for Drug Design"
+        and papers[4].paper_id == "pB1XSj2y4X"
+    )
 
 
 def test_editing_one_seed_abstract_changes_only_its_id(tmp_path):

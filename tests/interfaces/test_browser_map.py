@@ -86,9 +86,11 @@ def test_the_map_draws_every_paper_shows_titles_on_hover_and_zooms(page, app_url
     page.mouse.dblclick((x0 + x1) / 2 + 3, (y0 + y1) / 2 + 3)  # back to the whole map
     assert place(page, HANABI_ID) == pytest.approx((x0, y0), abs=1)
     page.locator("#rag-map-colour").get_by_text("Primary area").click()
-    page.wait_for_function(f"() => document.querySelector('#rag-map .rag-map-title').innerText.includes('by area')")
-    assert drawn(page) == 20 and any(entry.startswith("reinforcement learning (3)") for entry in
-                                     page.locator("#rag-map .rag-map-legend li").all_inner_texts())
+    page.wait_for_function("() => document.querySelector('#rag-map .rag-map-title').innerText.includes('by area')")
+    assert drawn(page) == 20 and any(
+        entry.startswith("reinforcement learning (3)")
+        for entry in page.locator("#rag-map .rag-map-legend li").all_inner_texts()
+    )
     assert page.dialogs == []
 
 

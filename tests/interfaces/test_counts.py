@@ -73,4 +73,3 @@ def test_v1_carries_the_table_in_its_rag_field(tmp_path, moe_index, moe_sample):
     assert extra["kind"] == "tally" and reply["choices"][0]["message"]["content"] == extra["text"]
     assert {name: number for name, number in extra["table"]["rows"]} == expected
     assert extra["table"]["counted"] == sum(expected.values()) and extra["table"]["field"] == "primary_area"
-

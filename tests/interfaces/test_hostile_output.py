@@ -43,18 +43,30 @@ def made_up(name: str, abstract: str, **fields) -> dict:
 
 
 RECORDS = [
-    *(made_up(f"p{n}", f"We study problem {n} of list p: graph networks for molecule property prediction.")
-      for n in range(5)),  # fmt: skip
-    made_up("poison0", "We propose tensor sketching for streaming graph kernels over molecule libraries. "
-            "Code: https://github.com/made-up/sketch.", title="Tensor sketching for streaming graph kernels",
-            url=POISON_URL),  # fmt: skip
-    made_up("esc0", f"We propose wavelet {ESCAPES}denoising of astronomical spectra with \u202ereversed\u202c noise.",
-            title=f"Wavelet {ESCAPES}denoising of \u009b31mastronomical spectra \u202eevil", status="Poster",
-            primary_area=f"astronomy {ESCAPES}and \u2066space\u2069"),  # fmt: skip
+    *(
+        made_up(f"p{n}", f"We study problem {n} of list p: graph networks for molecule property prediction.")
+        for n in range(5)
+    ),  # fmt: skip
+    made_up(
+        "poison0",
+        "We propose tensor sketching for streaming graph kernels over molecule libraries. "
+        "Code: https://github.com/made-up/sketch.",
+        title="Tensor sketching for streaming graph kernels",
+        url=POISON_URL,
+    ),  # fmt: skip
+    made_up(
+        "esc0",
+        f"We propose wavelet {ESCAPES}denoising of astronomical spectra with \u202ereversed\u202c noise.",
+        title=f"Wavelet {ESCAPES}denoising of \u009b31mastronomical spectra \u202eevil",
+        status="Poster",
+        primary_area=f"astronomy {ESCAPES}and \u2066space\u2069",
+    ),  # fmt: skip
     made_up("html0", "We study legend markup in maps of conference papers drawn with plotly.", primary_area=EVIL_AREA),
     made_up("html1", "We study style injection in legends of scatter plots.", primary_area=BIG_AREA),
-    *(made_up(odd_id, f"We study identifiers of kind {n} holding slashes, dots and colons in resource names.")
-      for n, odd_id in enumerate(ODD_IDS)),  # fmt: skip
+    *(
+        made_up(odd_id, f"We study identifiers of kind {n} holding slashes, dots and colons in resource names.")
+        for n, odd_id in enumerate(ODD_IDS)
+    ),  # fmt: skip
 ]
 SKETCH = "Which papers are most similar to Tensor sketching for streaming graph kernels?"
 WAVELET = "Which paper proposes wavelet denoising of astronomical spectra?"

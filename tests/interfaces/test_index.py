@@ -133,7 +133,12 @@ def add_old_seed_index(folder) -> None:
 def test_a_folder_holding_two_setups_indexes_is_one_line_naming_them_until_one_is_chosen(tmp_path):
     env, index = user_environment(tmp_path), tmp_path / "index"
     papers = write_jsonl(tmp_path / "papers.jsonl", PAPERS)
-    assert rag_as_typed("--config", "extractive", "ingest", "--quiet", "--index", str(index), str(papers), env=env).returncode == 0
+    assert (
+        rag_as_typed(
+            "--config", "extractive", "ingest", "--quiet", "--index", str(index), str(papers), env=env
+        ).returncode
+        == 0
+    )
     add_old_seed_index(index)
     before = collections(index)
     for command in (["ask", QUESTION], ["stats"], ["ingest", "--quiet"]):
@@ -152,7 +157,12 @@ def test_a_folder_holding_two_setups_indexes_is_one_line_naming_them_until_one_i
 def test_an_index_whose_setup_cannot_be_loaded_here_is_one_line_and_nothing_is_written(tmp_path):
     env, index = user_environment(tmp_path), tmp_path / "index"
     papers = write_jsonl(tmp_path / "papers.jsonl", PAPERS)
-    assert rag_as_typed("--config", "extractive", "ingest", "--quiet", "--index", str(index), str(papers), env=env).returncode == 0
+    assert (
+        rag_as_typed(
+            "--config", "extractive", "ingest", "--quiet", "--index", str(index), str(papers), env=env
+        ).returncode
+        == 0
+    )
     import chromadb
 
     client = chromadb.PersistentClient(path=str(index))

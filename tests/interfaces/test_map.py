@@ -77,7 +77,11 @@ def test_a_tiny_index_gets_a_map_too(make_service, tmp_path, papers):
 
 def test_the_filters_keep_only_the_papers_they_admit(seeded):
     found = read_map(seeded, Filters(primary_area=("reinforcement learning",)))
-    assert found.placed == 19 and {point.paper_id for point in found.points} == {"pCj2sLNoJq", "p9OsTj0nMP", "p01BR4njlY"}
+    assert found.placed == 19 and {point.paper_id for point in found.points} == {
+        "pCj2sLNoJq",
+        "p9OsTj0nMP",
+        "p01BR4njlY",
+    }
     assert {point.primary_area for point in found.points} == {"reinforcement learning"}
     assert [point.paper_id for point in read_map(seeded, Filters(status=("Spotlight",))).points] == ["p4cLtzk4oe"]
 
@@ -95,7 +99,12 @@ def test_rag_map_as_typed(seeded, tmp_path):
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)
     assert (payload["papers"], payload["shown"], payload["filters"]) == (19, 1, {"status": ["Spotlight"]})
-    assert payload["points"][0]["paper_id"] == "p4cLtzk4oe" and set(payload["points"][0]) >= {"x", "y", "theme", "title"}
+    assert payload["points"][0]["paper_id"] == "p4cLtzk4oe" and set(payload["points"][0]) >= {
+        "x",
+        "y",
+        "theme",
+        "title",
+    }
     html = page.read_text(encoding="utf-8")
     assert "scattergl" in html and "Exploring Local Memorization in Diffusion Models" in html
     assert "<script src=" not in html and len(html) > 3_000_000  # plotly.js inside: opens offline
@@ -117,7 +126,9 @@ def test_an_index_without_a_map_says_how_to_build_one_and_rebuild_builds_it(make
     assert f"{service.index.name}-map" not in [c.name for c in service.client.list_collections()]  # reads make none
     index = service.config.vectorstore.path
     done = rag("map", index=index)
-    assert done.returncode == 1 and done.stderr.count("\n") == 1 and "has no map yet; `rag map --rebuild`" in done.stderr
+    assert (
+        done.returncode == 1 and done.stderr.count("\n") == 1 and "has no map yet; `rag map --rebuild`" in done.stderr
+    )
     done = rag("map", "--rebuild", index=index)
     assert done.returncode == 0 and "map: 19 papers laid out in 6 themes" in done.stderr, done.stderr
     assert done.stdout.startswith("19 papers placed; 6 themes:")

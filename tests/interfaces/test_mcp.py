@@ -160,7 +160,9 @@ def test_mcp_ask_returns_the_table(tmp_path, moe_sample):
     assert ingested.returncode == 0, ingested.stderr
 
     async def session(client) -> dict:
-        return (await client.call_tool("ask", {"question": "Which research areas have the most oral papers?"})).structured_content
+        return (
+            await client.call_tool("ask", {"question": "Which research areas have the most oral papers?"})
+        ).structured_content
 
     called = with_client(tmp_path, session)
     assert called["kind"] == "tally" and called["table"]["columns"] == ["primary area", "papers"]

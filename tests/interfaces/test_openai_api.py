@@ -259,7 +259,9 @@ def test_on_loopback_too_a_set_key_and_login_guard_every_route_that_answers(serv
     from gradio_client import Client
 
     env = {**user_environment(home), "ABSTRACT_RAG_API_KEY": KEY, "LAB_LOGIN": ":".join(LOGIN)}
-    with ServeProcess(home / "guarded.log", {**env, "RAG_UI__AUTH_ENV": "LAB_LOGIN"}, "--config", "extractive") as guarded:
+    with ServeProcess(
+        home / "guarded.log", {**env, "RAG_UI__AUTH_ENV": "LAB_LOGIN"}, "--config", "extractive"
+    ) as guarded:
         api = f"{guarded.url}v1"
         for method, path, body in (
             ("POST", "/chat/completions", {"messages": ask(RXNFLOW)}),
@@ -286,7 +288,9 @@ def test_on_loopback_too_a_set_key_and_login_guard_every_route_that_answers(serv
     with ServeProcess(home / "login-only.log", {**env, "ABSTRACT_RAG_API_KEY": "", "RAG_UI__AUTH_ENV": "LAB_LOGIN"},
                       "--config", "extractive") as login_only:  # fmt: skip
         for headers in ({}, {"Authorization": f"Bearer {KEY}"}):
-            closed = httpx.post(f"{login_only.url}v1/chat/completions", json={"messages": ask(RXNFLOW)}, headers=headers)
+            closed = httpx.post(
+                f"{login_only.url}v1/chat/completions", json={"messages": ask(RXNFLOW)}, headers=headers
+            )
             assert closed.status_code == 401 and "ABSTRACT_RAG_API_KEY" in closed.json()["error"]["message"]
         assert "the API at /v1 is closed" in login_only.log_tail()
 

@@ -192,8 +192,8 @@ def test_the_package_function_works_twice_in_a_fresh_process(tmp_path):
     env = user_environment(tmp_path)
     code = f"""
         import json, rag
-        first = rag.related({RXNFLOW['id']!r}, k=2, config="extractive")
-        second = rag.related(abstract={NEXTMOL['abstract']!r}, k=1, config="extractive")
+        first = rag.related({RXNFLOW["id"]!r}, k=2, config="extractive")
+        second = rag.related(abstract={NEXTMOL["abstract"]!r}, k=1, config="extractive")
         print(json.dumps([[p.source.paper_id for p in found.papers] for found in (first, second)]))
         """
     done = subprocess.run(

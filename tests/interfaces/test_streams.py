@@ -75,8 +75,8 @@ def through_v1(service: RagService, question: str) -> tuple[str, str]:
 
 def through_ui(service: RagService, question: str) -> tuple[str, Answer]:
     """What the chat bubble showed while the answer streamed (its last state), and the final answer."""
-    shown = ""
-    for chat, answers, _, _ in ChatHandlers(service).respond(question, [], []):
+    shown, answers = "", []
+    for chat, answers, _, _ in ChatHandlers(service).respond(question, [], []):  # noqa: B007 - the last is returned
         bubble = chat[-1]["content"]
         if "rag-streaming" in bubble and STREAM_CURSOR in bubble:
             shown = unescape(TAG.sub("", bubble.replace("<br>", "\n"))).removesuffix(STREAM_CURSOR)

@@ -224,7 +224,9 @@ POISON = {
 
 
 def test_untrusted_text_is_escaped_and_bad_links_dropped():
-    source = Source.from_text(POISON["id"], POISON["title"], POISON["abstract"], 0.9, {"url": POISON["url"], "github": ""})
+    source = Source.from_text(
+        POISON["id"], POISON["title"], POISON["abstract"], 0.9, {"url": POISON["url"], "github": ""}
+    )
     sentence = "We generate synthesizable molecules from reaction templates <img src=x onerror=alert(2)>."
     answer = Answer(
         question="<b>q</b>",
@@ -302,8 +304,8 @@ def test_an_app_open_beyond_this_machine_without_login_is_warned_about(host, sha
 
 
 def test_the_login_comes_from_the_named_environment_variable(monkeypatch):
-    from ui.access import read_auth
     from rag.core.errors import ConfigError
+    from ui.access import read_auth
 
     assert read_auth(None) is None
     monkeypatch.setenv("UI_LOGIN", "reader:pa:ss")
