@@ -9,6 +9,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: nothing beyond the standard library is imported up front
+    from tqdm import tqdm
+
+    from rag.retrieval.related import Method
 
 
 def filters_from(args: argparse.Namespace):
@@ -50,7 +56,7 @@ def run_fetch(args: argparse.Namespace) -> int:
     config = load_config(args.config).fetch
     venue = resolve_venue(args.venue)
     out = output_file(args.out, venue, config)
-    bars = []  # made at the first page, so a venue that fails at once prints only its error
+    bars: list[tqdm] = []  # made at the first page, so a venue that fails at once prints only its error
 
     def progress(done: int, total: int) -> None:
         if not bars:
@@ -99,6 +105,7 @@ def run_ask(args: argparse.Namespace) -> int:
     finally:
         if streamed:
             streamed.end()
+    assert final is not None  # the stream ends with the Answer
     if args.json:
         print(terminal_json(final.to_dict()))
         return 0
@@ -239,8 +246,8 @@ def run_eval(args: argparse.Namespace) -> int:
         print(json.dumps(counts.to_dict(), indent=2) if args.json else counts.table(misses=args.misses))
         return 0
     if is_overview_set(args.questions):  # overview questions: how well the themes separate papers
-        report = overview_report(service_from(args), args.questions, args.split)
-        print(terminal_json(report) if args.json else report_table(report))
+        overview = overview_report(service_from(args), args.questions, args.split)
+        print(terminal_json(overview) if args.json else report_table(overview))
         return 0
     questions = load_questions(args.questions, args.split)
     service = service_from(args, retrieval={"mode": args.mode} if args.mode else {})
@@ -269,6 +276,7 @@ def run_eval(args: argparse.Namespace) -> int:
             what = "refused" if row.refused else f"rank {row.rank() or '>' + str(k)}"
             print(f"  {row.split:4} {row.kind:12} {what:9} {row.question[:100]}")
         for row in report.fact_misses():
+            assert row.text is not None  # fact_misses keeps answered questions only
             what = "refused" if row.refused else f"lacks {', '.join(row.missing_facts)}"
             print(f"  {row.split:4} {row.kind:12} {what} | {row.question[:80]}\n       answer: {row.text[:300]}")
     return 0
@@ -284,7 +292,7 @@ def run_related_eval(args: argparse.Namespace) -> int:
     if len(sets) < len(labelled):
         missing = len(labelled) - len(sets)
         print(f"warning: {missing} of the papers are not in the index; measured without them", file=sys.stderr)
-    method = "dense" if args.mode == "dense" else "bm25" if args.mode == "bm25" else "fused"
+    method: Method = "dense" if args.mode == "dense" else "bm25" if args.mode == "bm25" else "fused"
     result = measure(ranked_by(service, method), sets, args.k or 5)
     print(json.dumps(result, indent=2) if args.json else related_table(args.questions, args.split, {method: result}))
     return 0

@@ -125,7 +125,7 @@ class Report:
         recall = [len(set(row.ranked[: self.k]) & set(row.gold)) / len(row.gold) for row in answerable]
         times = sorted(row.retrieval_ms for row in self.rows)
         refusals = [row.refused for row in self.rows if row.refused is not None]
-        answered = [row for row in answerable if row.cited and not row.refused]
+        answered = [(row.cited, row.gold) for row in answerable if row.cited and not row.refused]
         answer_times = sorted(row.answer_ms for row in self.rows if row.answer_ms is not None)
         texts = [row for row in answerable if row.text is not None]
         with_facts = [row for row in texts if row.facts]
@@ -139,13 +139,13 @@ class Report:
             "hit@1": _mean([rank == 1 for rank in ranks]),
             f"recall@{self.k}": _mean(recall),
             "mrr": _mean([1 / rank if rank else 0.0 for rank in ranks]),
-            "refused_unanswerable": _mean([row.refused for row in unanswerable]) if refusals else None,
-            "false_refusals": _mean([row.refused for row in answerable]) if refusals else None,
-            "citation_precision": _mean([len(set(row.cited) & set(row.gold)) / len(row.cited) for row in answered])
+            "refused_unanswerable": _mean([bool(row.refused) for row in unanswerable]) if refusals else None,
+            "false_refusals": _mean([bool(row.refused) for row in answerable]) if refusals else None,
+            "citation_precision": _mean([len(set(cited) & set(gold)) / len(cited) for cited, gold in answered])
             if any(row.cited is not None for row in self.rows)
             else None,
             "answers_with_citations": len(answered),
-            "cited_first_gold": _mean([bool(row.cited) and row.cited[0] in row.gold for row in texts])
+            "cited_first_gold": _mean([bool(row.cited and row.cited[0] in row.gold) for row in texts])
             if texts
             else None,
             "fact_recall": _mean([not row.refused and not row.missing_facts for row in with_facts])

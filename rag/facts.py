@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 
 NUMBER_WORDS = {
     word: str(value)
@@ -58,7 +59,7 @@ def contains_fact(text: str, fact: str) -> bool:
     )
 
 
-def missing_facts(text: str, facts: list[str]) -> list[str]:
+def missing_facts(text: str, facts: Sequence[str]) -> list[str]:
     """The facts that `text` does not state, in their given order."""
     return [fact for fact in facts if not contains_fact(text, fact)]
 

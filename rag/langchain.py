@@ -79,7 +79,7 @@ class AnswerChain(Runnable[Any, Answer]):
         self.config, self.service = config, service
 
     @property
-    def InputType(self) -> type:  # noqa: N802 - LangChain's name
+    def InputType(self) -> Any:  # noqa: N802 - LangChain's name; a union is no `type`, so Any, as LangChain's own
         return str | dict
 
     @property
@@ -98,12 +98,19 @@ class AnswerChain(Runnable[Any, Answer]):
 
     def _answer(self, value: Any) -> Answer:
         *_, final = self._stream_answer(value)
+        assert isinstance(final, Answer)  # the stream ends with the Answer
         return final
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Answer:  # noqa: A002
         return self._call_with_config(self._answer, input, config)
 
-    def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[str | Answer]:  # noqa: A002
+    # LangChain's `stream` yields chunks of the output; this one, text pieces and then the Answer (see the class).
+    def stream(  # type: ignore[override]  # by design: the pieces are text, the last the Answer
+        self,
+        input: Any,  # noqa: A002
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> Iterator[str | Answer]:
         yield from self._stream_answer(input)
 
     def transform(self, input: Iterator[Any], config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Answer]:  # noqa: A002

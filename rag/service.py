@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import cached_property
@@ -283,6 +283,7 @@ class RagService:
     def answer(self, question: str, **options) -> Answer:
         """A cited answer; see `stream_answer` for the options."""
         *_, final = self.stream_answer(question, **options)
+        assert isinstance(final, Answer)  # the stream ends with the Answer
         return final
 
     def stream_answer(
@@ -293,7 +294,7 @@ class RagService:
         filters: Filters | dict | None = None,
         understand: bool | None = None,
         dropped: Iterable[str] = (),
-    ) -> Iterator[str | Answer]:
+    ) -> Generator[str | Answer, None, None]:
         """Yield answer text in pieces as the model writes it, then the final, checked `Answer`.
 
         `history`: the conversation so far, oldest first, as `Turn`s or (question, answer) pairs.

@@ -11,20 +11,20 @@ import hashlib
 import logging
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import gradio as gr
 from pydantic import BaseModel, ValidationError
 
+from rag.core.config import Settings
 from rag.core.errors import RagError, first_problem
 from rag.core.export import ExportFormat, answer_papers
 from rag.core.filters import PICKERS, Filters, as_filters
 from rag.core.types import Answer
 from rag.retrieval.focus import History
-from rag.service import RagService
 from ui.focus import cleared, focus_picker, focus_updates, history_for
 from ui.paper_map import map_view
 from ui.related import sources_panel
@@ -55,10 +55,35 @@ def question_html(question: str) -> str:
     return escape(question) if question.strip() else "<em>(empty question)</em>"
 
 
+class ChatService(Protocol):
+    """What the page asks of its service: a `RagService`, or under `rag serve` one whose answers take one of
+    the slots the page and the API share (ui/slots.py)."""
+
+    @property
+    def config(self) -> Settings: ...
+
+    def model_label(self) -> str: ...
+
+    def stats(self) -> dict: ...
+
+    def filter_choices(self) -> dict[str, list[str]]: ...
+
+    def stream_answer(
+        self,
+        question: str,
+        *,
+        history: History | None = ...,
+        filters: Filters | None = ...,
+        dropped: Iterable[str] = ...,
+    ) -> Iterator[str | Answer]: ...
+
+    def answer(self, question: str, *, history: History | None = ..., filters: Filters | None = ...) -> Answer: ...
+
+
 class ChatHandlers:
     """The app's event handlers: each calls the service and returns what the page shows."""
 
-    def __init__(self, service: RagService):
+    def __init__(self, service: ChatService):
         self.service = service
         self.files = ExportFiles()
 
@@ -214,7 +239,7 @@ class ExportFiles:
     in a folder of the system's temp directory (whose files Gradio may serve; it copies them to its
     cache), made when first needed and removed when the process ends."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.folder: tempfile.TemporaryDirectory | None = None
 
     def write(self, answer: Answer, fmt: ExportFormat) -> Path:
@@ -237,7 +262,7 @@ class ExportFiles:
 PAGE_LOAD = {"queue": False}
 
 
-def build_app(service: RagService) -> gr.Blocks:
+def build_app(service: ChatService) -> gr.Blocks:
     """The chat app over `service`, its queue sized from `service.config.ui`. Launch it with `launch`."""
     settings = service.config.ui
     handlers = ChatHandlers(service)
@@ -276,7 +301,7 @@ def build_app(service: RagService) -> gr.Blocks:
             "concurrency_id": "answer",
             "show_progress": "minimal",
         }
-        private = {"api_visibility": "private"}
+        private: dict[str, Any] = {"api_visibility": "private"}
         show_chips = {"fn": handlers.chips, "inputs": [answers], "outputs": [understood], **private}
         # After every change of the answers (an answer, an error, a cleared chat), the chips, the
         # downloads and the papers in focus follow. Chained with `.then`, not `answers.change`: Gradio spots

@@ -14,9 +14,9 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Generator
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import anyio
 from fastapi import APIRouter, FastAPI, Request
@@ -31,7 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rag.core.config import RequestK, config_names, load_config, served_by
 from rag.core.errors import InputError, RagError, StoreError, first_problem
-from rag.core.filters import FilterSpec, as_filters
+from rag.core.filters import Filters, FilterSpec, as_filters
 from rag.core.types import Answer
 from rag.service import RagService, get_service
 from ui.guard import MAX_CALL_BYTES
@@ -105,7 +105,8 @@ class ChatRequest(BaseModel):
                 turns.append((number, message))
         if not turns or turns[-1][1].role != "user":
             raise ApiError(400, "the last message must be the user's question", param="messages")
-        history, asked = [], None
+        history: list[tuple[str, str]] = []
+        asked: str | None = None  # the question waiting for its answer
         for number, message in turns:
             text = message.text()
             if not text.strip() and number != turns[-1][0]:  # the question itself: "the question is empty"
@@ -118,12 +119,20 @@ class ChatRequest(BaseModel):
                     f"message {number} is {what}: user and assistant messages must alternate, the user's first",
                     param="messages",
                 )
-            if message.role == "user":
+            if asked is None:  # the message is the user's (checked above)
                 asked = text
             else:
                 history.append((asked, text))
                 asked = None
         return turns[-1][1].text(), history
+
+
+class AnswerOptions(TypedDict):
+    """What a chat request sets of `RagService.stream_answer`'s options."""
+
+    history: list[tuple[str, str]]
+    k: int | None
+    filters: Filters
 
 
 class RetrieveRequest(BaseModel):
@@ -175,7 +184,7 @@ def add_openai_routes(
         chosen = models.get(body.model)
         question, history = body.question_and_history()
         question = chosen.clean_question(question)  # a bad question is a 400 before any stream starts
-        options = {"history": history, "k": body.k, "filters": as_filters(body.filters)}
+        options: AnswerOptions = {"history": history, "k": body.k, "filters": as_filters(body.filters)}
         reply = Reply(body.model or chosen.config.name)
         if not body.stream:
             await slots.take()
@@ -267,18 +276,20 @@ def add_unknown_route(v1: APIRouter) -> None:
 
 def add_error_handlers(app: FastAPI) -> None:
     """Every error as an OpenAI-style body: ours, FastAPI's own, a request that does not validate, a bug."""
-    app.add_exception_handler(ApiError, api_error_response)
-    app.add_exception_handler(HTTPException, http_error_response)
+    # Starlette types every handler as taking any Exception, not the class it is added for (Kludex/starlette#2417).
+    app.add_exception_handler(ApiError, api_error_response)  # type: ignore[arg-type]  # Starlette's typing
+    app.add_exception_handler(HTTPException, http_error_response)  # type: ignore[arg-type]  # Starlette's typing
     for known in (RagError, QueueFull):
         app.add_exception_handler(known, lambda request, err: api_error_response(request, error_for(err)))
-    app.add_exception_handler(RequestValidationError, invalid_request_response)
+    app.add_exception_handler(RequestValidationError, invalid_request_response)  # type: ignore[arg-type]  # as above
     app.add_exception_handler(Exception, lambda request, err: api_error_response(request, error_for(err)))
 
 
 def methods_at(routes: list[BaseRoute], path: str) -> set[str]:
     """The methods `routes` answer at `path`."""
     answering = [route for route in routes if isinstance(route, APIRoute) and route.path_regex.match(path)]
-    return {method for route in answering for method in route.methods}
+    # FastAPI sets every APIRoute's methods (GET by default); Starlette's Route types them as optional.
+    return {method for route in answering for method in route.methods}  # type: ignore[union-attr]  # as said
 
 
 def api_error_response(request: Request, err: ApiError) -> JSONResponse:
@@ -337,18 +348,19 @@ class Reply:
         body = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model}
         return f"data: {json.dumps({**body, 'choices': [choice], **extra})}\n\n"
 
-    async def events(self, start: Callable[[], Iterator[str | Answer]], slots: AnswerSlots) -> AsyncIterator[str]:
+    async def events(
+        self, start: Callable[[], Generator[str | Answer, None, None]], slots: AnswerSlots
+    ) -> AsyncIterator[str]:
         """Server-sent events: the role, the answer's checked sentences as they come, then a last chunk with
         `rag` (the checked answer and its sources), then `[DONE]`. The slot is taken here, not before,
         so a stream that never starts holds none; the answer runs in a worker thread."""
-        end = object()
         try:
             yield self.chunk({"role": "assistant", "content": ""})
             await slots.take()
             pieces = None
             try:
                 pieces, streamed = start(), ""
-                while (piece := await anyio.to_thread.run_sync(next, pieces, end)) is not end:
+                while (piece := await anyio.to_thread.run_sync(next, pieces, None)) is not None:
                     if isinstance(piece, Answer):
                         if rest := unstreamed_text(piece, streamed):
                             yield self.chunk({"content": rest})

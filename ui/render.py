@@ -14,6 +14,7 @@ import re
 from html import escape
 from typing import Any
 
+from rag.core.export import ExportFormat
 from rag.core.filters import as_filters
 from rag.core.markers import MARKER, attach_marker, split_sentences
 from rag.core.markup import markup_html, plain_text
@@ -300,7 +301,7 @@ def supporting_sentences(answer: Answer) -> dict[int, set[str]]:
     return found
 
 
-def answer_payload(answer: Answer, export: str | None = None) -> dict[str, Any]:
+def answer_payload(answer: Answer, export: ExportFormat | None = None) -> dict[str, Any]:
     """The JSON the `/ask` API endpoint returns; with `export` ("bib", "csv", "md"), also the answer's
     papers in that format, as `export` (see `Answer.export`)."""
     payload = answer.to_payload()

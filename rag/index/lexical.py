@@ -99,7 +99,8 @@ class Bm25Index:
         (chunk id, paper_id, content hash) triples, as `PaperIndex.iter_chunk_papers` does."""
         import bm25s
 
-        ids, hashes, corpus, written = [], [], [], []
+        ids, corpus, written = [], [], []
+        hashes: list[str] = []
         fields: dict[str, list] = {spec.stored: [] for spec in FIELDS}  # what filters match
         fields["content_hash"] = hashes
         for paper_id, abstract, metadata in papers:

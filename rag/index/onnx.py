@@ -190,11 +190,11 @@ class OnnxEmbeddings(Embeddings):
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         ids = self.tokenizer.ids(list(texts))
-        rows: list[np.ndarray | None] = [None] * len(ids)
+        rows: dict[int, np.ndarray] = {}  # position in `texts` -> its vector; every position is in a batch
         for part in self._batches(ids):
             for position, vector in zip(part, self._run([ids[i] for i in part])):
                 rows[position] = vector
-        return np.stack(rows)
+        return np.stack([rows[position] for position in range(len(ids))])
 
     def _batches(self, ids: list[list[int]]) -> Iterator[list[int]]:
         """Positions in `ids`, shortest first, in batches of at most `batch_size` whose padding

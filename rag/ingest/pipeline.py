@@ -189,6 +189,6 @@ class _Run:
         self.index.add_chunks(chunks)
         self.report.chunks_added += len(chunks)
         if updated:
-            keep = {chunk.id for chunk in chunks}
+            keep = {chunk.id for chunk in chunks if chunk.id is not None}  # the chunker gives each its id
             self.report.chunks_removed += self.index.remove_stale_chunks(updated, keep)
         self.index.mark_complete(papers, {pid: len(c) for pid, c in chunks_of.items()})

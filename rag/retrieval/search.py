@@ -118,7 +118,12 @@ class Retriever:
         return [self._source(candidate, 0.0, best, None) for candidate in chosen]
 
     def _rescue(
-        self, candidates: dict[str, Candidate], rankings: dict[str, list[str]], vector, lexical, floor: float
+        self,
+        candidates: dict[str, Candidate],
+        rankings: dict[str, list[str]],
+        vector: np.ndarray,
+        lexical: Bm25Index,
+        floor: float,
     ) -> None:
         """Vector search as it should have been for the papers BM25 ranks first but it did not return.
 
@@ -128,13 +133,14 @@ class Retriever:
         question than the weakest hit (`floor`) join the dense ranking where their score puts them.
         """
         missed = [paper_id for paper_id in rankings["bm25"][:RESCUE] if not candidates[paper_id].dense]
-        wanted = [chunk_id for paper_id in missed for chunk_id in lexical.chunk_ids(paper_id)]
+        paper_of = {chunk_id: paper_id for paper_id in missed for chunk_id in lexical.chunk_ids(paper_id)}
         rescued = False
-        for doc, chunk_vector in self.index.chunks_by_id(wanted):
-            chunk_vector = np.asarray(chunk_vector, dtype=np.float32)
+        for doc, stored in self.index.chunks_by_id(list(paper_of)):
+            assert doc.id is not None  # chunks_by_id gives every chunk its id
+            chunk_vector = np.asarray(stored, dtype=np.float32)
             score = float(chunk_vector @ vector / (np.linalg.norm(chunk_vector) or 1.0))
             if score > floor:
-                candidates[lexical.paper_of(doc.id)].dense[doc.id] = score
+                candidates[paper_of[doc.id]].dense[doc.id] = score
                 rescued = True
         if rescued:
             dense = [c for c in candidates.values() if c.dense]
@@ -144,11 +150,11 @@ class Retriever:
         """The pool's chunks, in one read by id: for a paper dense search found, the chunks it found,
         with their scores; for a paper found by BM25 alone, all its chunks (in the version `lexical`
         holds), scored against the question like dense hits."""
-        by_paper = {c.paper_id: c for c in pool}
-        wanted = [chunk_id for c in pool for chunk_id in (c.dense or lexical.chunk_ids(c.paper_id))]
-        for doc, chunk_vector in self.index.chunks_by_id(wanted):
-            candidate = by_paper[lexical.paper_of(doc.id)]
-            chunk_vector = np.asarray(chunk_vector, dtype=np.float32)
+        by_chunk = {chunk_id: c for c in pool for chunk_id in (c.dense or lexical.chunk_ids(c.paper_id))}
+        for doc, stored in self.index.chunks_by_id(list(by_chunk)):
+            assert doc.id is not None  # chunks_by_id gives every chunk its id
+            candidate = by_chunk[doc.id]
+            chunk_vector = np.asarray(stored, dtype=np.float32)
             if candidate.dense:
                 score = candidate.dense[doc.id]
             else:
