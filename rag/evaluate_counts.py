@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag.core.errors import InputError
 from rag.core.jsonl import SPLITS
+from rag.core.types import Kind
 from rag.evaluate import _percentile
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ def evaluate_counts(service: RagService, path: str | Path, split: str = "all") -
 def check(answer: Answer, spec: dict[str, Any], papers: list[dict[str, Any]]) -> list[str]:
     """What is off in a count's answer, against a direct count over `papers` (empty when it is exact)."""
     table = answer.table
-    if answer.kind != "tally" or table is None:
+    if answer.kind != Kind.TALLY or table is None:
         return [f"not counted (kind {answer.kind})"]
     by = spec.get("by") or "status"
     problems = [] if table.field == by else [f"grouped by {table.field}, not {by}"]

@@ -25,7 +25,7 @@ from rag.core.config import RetrievalConfig, Settings
 from rag.core.errors import InputError
 from rag.core.filters import Filters
 from rag.core.markup import plain_text
-from rag.core.types import Answer, Source
+from rag.core.types import Answer, Kind, Source
 from rag.core.wording import scope
 from rag.index.lexical import terms
 from rag.retrieval.refusal import evidence_score, refusal_reason
@@ -47,14 +47,14 @@ def many_papers_answer(asked: Understood, applied: Filters, parts: Parts, **stam
     service's sentence embeddings, and asks its model for a sentence per theme when `llm.theme_sentences`
     is on (rag/answering/overview.py). `stamp`: the fields every Answer gets."""
     settings, search = parts.config, parts.search
-    if asked.kind in ("list", "count", "overview"):
+    if asked.kind in (Kind.LIST, Kind.COUNT, Kind.OVERVIEW):
         topic = without_kind_words(asked)
         listed = list_answer(topic, applied, topic_rankings(topic, applied, search, settings), settings, **stamp)
-        if asked.kind != "overview":
+        if asked.kind != Kind.OVERVIEW:
             return listed
         writer = parts.pipeline if settings.llm.theme_sentences else None
         return overview_answer(listed, topic, parts.sentence_embeddings, writer)
-    if asked.kind == "compare":
+    if asked.kind == Kind.COMPARE:
         return compare_answer(asked, compared(asked, applied, search, settings.retrieval), **stamp)
     return None
 
@@ -150,7 +150,7 @@ def compare_answer(asked: Understood, pairs: list[tuple[str, Source | None]], **
         sources=sources,
         refused=refused,
         answered_by="" if refused else "compare",
-        kind="compare",
+        kind=Kind.COMPARE,
         count=len(sources),
         **stamp,
     )

@@ -21,7 +21,7 @@ from rag.core.config import checked_k
 from rag.core.errors import InputError
 from rag.core.filters import Filters
 from rag.core.markup import plain_text
-from rag.core.types import Answer, Source
+from rag.core.types import Answer, Kind, Source
 from rag.retrieval.refusal import refusal_reason
 from rag.retrieval.related import Method, RelatedRanker, Subject, checked_text, pasted_abstract, related_question
 from rag.retrieval.understand import Understood
@@ -89,7 +89,12 @@ class Related:
     def answer(self, **stamp) -> Answer:
         """The related papers as a chat answer (kind "related"); `stamp`: the fields every Answer gets."""
         return Answer(
-            text=self.text, sources=self.sources, answered_by="related", kind="related", count=len(self.papers), **stamp
+            text=self.text,
+            sources=self.sources,
+            answered_by="related",
+            kind=Kind.RELATED,
+            count=len(self.papers),
+            **stamp,
         )
 
 
@@ -174,7 +179,7 @@ def related_answer(asked: Understood, applied: Filters, parts: Parts, **stamp) -
         passing = [source for source in found if refusal_reason([source], parts.config.retrieval) is None]
         if not passing:
             text = f"No indexed paper is “{named}”, so none can be related to it."
-            return Answer(text=text, sources=found, refused=True, kind="related", refusal_reason=text, **stamp)
+            return Answer(text=text, sources=found, refused=True, kind=Kind.RELATED, refusal_reason=text, **stamp)
         paper_id = passing[0].paper_id
     return find_related(parts, paper_id, filters=applied).answer(**stamp)
 

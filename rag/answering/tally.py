@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from rag.answering.lists import list_answer, topic_rankings
 from rag.core.filters import Filters
 from rag.core.tables import Table
-from rag.core.types import Answer
+from rag.core.types import Answer, Kind
 from rag.core.wording import counted, papers_of, verb
 from rag.retrieval.tally import Tally, tally_of
 from rag.retrieval.understand import ACCEPTED, Understood, without_kind_words
@@ -47,7 +47,7 @@ def tally_answer(asked: Understood, applied: Filters, parts: Parts, **stamp) -> 
         rankings = topic_rankings(topic, applied, parts.search, settings)
         listed = list_answer(topic, applied, rankings, settings, **stamp)
         if listed.refused:
-            return replace(listed, kind="tally")
+            return replace(listed, kind=Kind.TALLY)
         sources, ranked = listed.sources, max(map(len, rankings))
         columns = _only(columns, {source.paper_id for source in sources})
         full = ranked >= settings.questions.list_cap and len(sources) == ranked  # as a list says "at least"
@@ -56,14 +56,14 @@ def tally_answer(asked: Understood, applied: Filters, parts: Parts, **stamp) -> 
         line = f"the topic's papers {listed.line}"
     missing = _missing(tally, applied, columns, stored)
     if missing:
-        return Answer(text=missing, sources=sources, refused=True, refusal_reason=missing, kind="tally", **stamp)
+        return Answer(text=missing, sources=sources, refused=True, refusal_reason=missing, kind=Kind.TALLY, **stamp)
     order = ranked_groups(tally, columns)
     table = count(tally, order, len(columns["paper_id"]), _what(applied, drawn))
     return Answer(
         text=_text(tally, table, order),
         sources=sources,
         answered_by="tally",
-        kind="tally",
+        kind=Kind.TALLY,
         count=table.counted,
         line=line or None,
         table=table,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
+from enum import StrEnum
 from typing import Any
 
 from rag.core.export import ExportFormat, export_answer
@@ -13,6 +14,23 @@ from rag.core.text import safe_links as safe_links  # the link check, where it l
 from rag.core.text import safe_url as safe_url
 
 PASSAGE_GAP = " … "  # between passages of one abstract that are not next to each other
+
+
+class Kind(StrEnum):
+    """What a question asks for, and so which answerer answers it (rag/answering/kinds.py). A StrEnum: it is
+    its name in JSON, in `--json`, /v1 and MCP, and equal to it ("tally" == Kind.TALLY)."""
+
+    LOOKUP = "lookup"  # a fact from an abstract or two: the answer pipeline's (rag/answering/pipeline.py)
+    LIST = "list"  # the papers on a topic
+    COUNT = "count"  # how many papers on a topic
+    COMPARE = "compare"  # two named papers side by side
+    OVERVIEW = "overview"  # a field's papers grouped into themes
+    TALLY = "tally"  # papers counted per group of a stored field ("which areas have the most orals?")
+    RELATED = "related"  # the papers most like a paper
+
+
+# The kinds whose answer lists papers (`Answer.listed`).
+LISTING = frozenset({Kind.LIST, Kind.COUNT, Kind.OVERVIEW, Kind.TALLY})
 
 
 @dataclass(frozen=True)
@@ -201,8 +219,8 @@ class Answer:
     checks: list[SentenceCheck] = field(default_factory=list)
     standalone_question: str = ""
     config: str = ""
-    # What the question asked for: lookup, list, count or compare (rag.retrieval.understand), tally (….tally).
-    kind: str = "lookup"
+    kind: Kind = Kind.LOOKUP  # what the question asked for
+
     filters: dict[str, Any] = field(default_factory=dict)  # applied: explicit ones, else those understood
     understood: list[str] = field(default_factory=list)  # filters read from the question's words, in words
     count: int | None = None  # list and count: how many papers passed the line; tally: how many were counted
@@ -215,7 +233,7 @@ class Answer:
     def listed(self) -> list[Source]:
         """The papers a list or count answer lists, an overview groups, or a tally drew on its topic (all its
         sources); else empty."""
-        return list(self.sources) if self.kind in ("list", "count", "overview", "tally") and not self.refused else []
+        return list(self.sources) if self.kind in LISTING and not self.refused else []
 
     @property
     def cited(self) -> list[str]:

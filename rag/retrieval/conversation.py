@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from rag.core.filters import Filters
 from rag.core.markers import cited_numbers
-from rag.core.types import Answer
+from rag.core.types import Answer, Kind
 from rag.retrieval.focus import FocusMemory, History, Search, Turn, as_turns, held_to_focus, pairs
 from rag.retrieval.followup import Rewriter, Standalone, checked_standalone
 from rag.retrieval.understand import Understood
@@ -61,7 +61,7 @@ class Conversation:
         earlier = self.standalone(self.clean(last.question, "a question of the history"), turns[-5:-1], rewrite=False)
         asked = earlier.question
         understood = self.understand(asked) if self.reads() else Understood(asked, asked)
-        if understood.kind != "lookup" and not earlier.focus:
+        if understood.kind != Kind.LOOKUP and not earlier.focus:
             return ()  # a list's sources come from other searches: not recovered
         applied = understood.applied(Filters())
         sources = self.search(understood.text, None, replace(applied, papers=earlier.focus or applied.papers))

@@ -30,7 +30,7 @@ from rag.core.papers import PaperRecord
 from rag.core.text import clean_question
 from rag.core.types import Match, Source
 from rag.index.lexical import terms
-from rag.retrieval.search import Candidate
+from rag.retrieval.search import Candidate, fuse
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -153,16 +153,10 @@ class RelatedRanker:
         if method in ("fused", "bm25"):
             found = lexical.search(f"{subject.title}\n{subject.abstract}", POOL + 1, filters)
             rankings["bm25"] = [paper_id for paper_id, _ in found if paper_id != subject.paper_id][:POOL]
-        weights = {"dense": 1.0, "bm25": BM25_WEIGHT}
         candidates: dict[str, Candidate] = {}
-        for name, ranking in rankings.items():
-            for rank, paper_id in enumerate(ranking, start=1):
-                candidate = candidates.setdefault(paper_id, Candidate(paper_id))
-                candidate.ranks[name] = rank
-                candidate.fused += weights[name] / (RRF_K + rank)
+        best = fuse(candidates, rankings, {"dense": 1.0, "bm25": BM25_WEIGHT}, RRF_K)
         chosen = sorted(candidates.values(), key=lambda c: -c.fused)[:k]
         centre = vectors.mean(axis=0)
-        best = sum(weights[name] / (RRF_K + 1) for name in rankings)
         return self.retriever.sources(chosen, centre / (np.linalg.norm(centre) or 1.0), lexical, best)
 
     def vectors(self, subject: Subject, lexical: Bm25Index) -> np.ndarray:

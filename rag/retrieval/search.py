@@ -56,6 +56,20 @@ class Candidate:
         return self.chunks[0][1] if self.chunks else 0.0
 
 
+def fuse(
+    candidates: dict[str, Candidate], rankings: dict[str, list[str]], weights: dict[str, float], rrf_k: float
+) -> float:
+    """Reciprocal rank fusion, for a question's papers and a paper's related ones: each paper of a ranking
+    (best first) gains weight / (rrf_k + rank), a candidate made for one not met yet. Returns the fused score
+    of a paper first in every ranking, which a Source's `relevance` is measured against."""
+    for name, ranking in rankings.items():
+        for rank, paper_id in enumerate(ranking, start=1):
+            candidate = candidates.setdefault(paper_id, Candidate(paper_id))
+            candidate.ranks[name] = rank
+            candidate.fused += weights[name] / (rrf_k + rank)
+    return sum(weights[name] / (rrf_k + 1) for name in rankings)
+
+
 class Retriever:
     """Ranks papers for a question in the configured mode (dense, bm25 or hybrid)."""
 
@@ -93,11 +107,7 @@ class Retriever:
         if config.mode == "hybrid":
             floor = hits[-1][1] if len(hits) == fetch else -1.0  # fewer than asked: every chunk was returned
             self._rescue(candidates, rankings, vector, lexical, floor)
-        weights = {"dense": 1.0, "bm25": config.bm25_weight}
-        for name, ranking in rankings.items():
-            for rank, paper_id in enumerate(ranking, start=1):
-                candidates[paper_id].ranks[name] = rank
-                candidates[paper_id].fused += weights[name] / (config.rrf_k + rank)
+        first_everywhere = fuse(candidates, rankings, {"dense": 1.0, "bm25": config.bm25_weight}, config.rrf_k)
         ranked = sorted(candidates.values(), key=lambda c: -c.fused)
         pool = ranked[: max([k, *(stage.pool(k) for stage in self.stages)])]
         self._fetch_chunks(pool, vector, lexical)
@@ -105,7 +115,6 @@ class Retriever:
             pool = stage(question, pool, k)
         chosen = pool[:k]
         coverage = lexical.coverage(question, [c.paper_id for c in chosen])
-        first_everywhere = sum(weights[name] / (config.rrf_k + 1) for name in rankings)
         # Papers asked about by id (a conversation's focus) show all they hold, so any of their sentences
         # can answer the follow-up; others, their best passages.
         passages = None if filters.papers else self.config.passages_per_paper

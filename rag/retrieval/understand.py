@@ -17,12 +17,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
 from rag.core.filters import Filters
+from rag.core.types import Kind
 from rag.retrieval.overview_words import asks_for_overview, overview_topic
-
-Kind = Literal["lookup", "list", "count", "compare", "overview"]
 
 PAPERS = r"(?:papers?|works?|submissions?|articles?|ones)"
 ACCEPTED = ("Oral", "Spotlight", "Poster")
@@ -129,7 +127,7 @@ class Understood:
 
     question: str  # as asked
     text: str  # what retrieval ranks on: the question without its filter words
-    kind: Kind = "lookup"
+    kind: Kind = Kind.LOOKUP
     filters: Filters = field(default_factory=Filters)  # stated in words; explicit filters win over these
     compared: tuple[str, ...] = ()  # for compare: the two things named
     left_out: str = ""  # for list and count: what "… excluding LLMs" leaves out (papers whose title names it)
@@ -216,16 +214,16 @@ def _cut(question: str, spans: list[tuple[int, int]]) -> str:
 
 def _kind(question: str, text: str) -> tuple[Kind, tuple[str, ...]]:
     if COUNT.search(question):
-        return "count", ()
+        return Kind.COUNT, ()
     if match := COMPARE.search(text):
         named = (match["a"] or match["a2"] or match["a3"], match["b"] or match["b2"] or match["b3"])
         # "Compare Palu and MatryoshkaKV for KV-cache compression": the names, not what they are for.
-        return "compare", tuple(ASPECT.split(name, maxsplit=1)[0].strip(" '\"“”") for name in named)
+        return Kind.COMPARE, tuple(ASPECT.split(name, maxsplit=1)[0].strip(" '\"“”") for name in named)
     if asks_for_overview(text):  # "what are the main approaches to X": a field, before "what methods … papers"
-        return "overview", ()
+        return Kind.OVERVIEW, ()
     if LIST.search(question):
-        return "list", ()
-    return "lookup", ()
+        return Kind.LIST, ()
+    return Kind.LOOKUP, ()
 
 
 def alternatives(topic: str) -> list[str]:
@@ -255,7 +253,7 @@ def without_kind_words(understood: Understood) -> Understood:
     left = LEFT_OUT.search(text)
     if left:
         text, left_out = text[: left.start()] + text[left.end() :], left.group("left").strip()
-    text = overview_topic(text) if understood.kind == "overview" else COUNT.sub("", text)
+    text = overview_topic(text) if understood.kind == Kind.OVERVIEW else COUNT.sub("", text)
     text = LIST.sub("", text)
     text = re.sub(rf"^\W*(?:{PAPERS}\s+)?(?:are\s+|were\s+|is\s+)?(?:about|on|that|which)?\s*", "", text)
     # Verbs that say only "is about": "deal with over-smoothing" ranks as "over-smoothing".
