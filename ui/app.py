@@ -22,10 +22,10 @@ from pydantic import BaseModel, ValidationError
 from rag.core.config import Settings
 from rag.core.errors import RagError, first_problem
 from rag.core.export import ExportFormat, answer_papers
-from rag.core.filters import PICKERS, Filters, as_filters
+from rag.core.filters import Filters, as_filters
 from rag.core.types import Answer
 from rag.retrieval.focus import History
-from ui.focus import cleared, focus_picker, focus_updates, history_for
+from ui.focus import focus_picker, focus_updates, history_for
 from ui.paper_map import map_view
 from ui.related import sources_panel
 from ui.render import (
@@ -38,11 +38,10 @@ from ui.render import (
 )
 from ui.style import CSS, SCRIPT
 from ui.tally import tally_view
+from ui.widgets import DOWNLOADS, chat_window, download_buttons, filter_inputs, question_box, understood_chips
 
 log = logging.getLogger(__name__)
 
-# The download buttons under the sources panel: format -> label (elem_id rag-download-<format>).
-DOWNLOADS: dict[ExportFormat, str] = {"bib": "BibTeX", "csv": "CSV", "md": "Markdown"}
 SEARCHING = '<p class="rag-answer rag-streaming">Searching the abstracts…</p>'
 TITLE = "Ask the ICLR 2025 abstracts"
 
@@ -271,8 +270,6 @@ def build_app(service: ChatService) -> gr.Blocks:
         gr.HTML(f"<h1 class='rag-title'>{TITLE}</h1>")
         header = gr.HTML(elem_id="rag-header")
         answers = gr.State([])
-        focus_for = gr.State(0)  # how many answers the focus picker is for
-        ticked = gr.State(None)  # the papers a person ticked in the focus picker (None: the answer's own focus)
         with gr.Row(equal_height=False):
             with gr.Column(scale=3):
                 chatbot = chat_window()
@@ -280,7 +277,7 @@ def build_app(service: ChatService) -> gr.Blocks:
                     question = question_box()
                     ask = gr.Button("Ask", variant="primary", elem_id="rag-ask", scale=1, min_width=80)
                     clear = gr.Button("Clear chat", elem_id="rag-clear", scale=1, min_width=80)
-                focus, clear_focus = focus_picker()
+                focus = focus_picker()
                 examples = gr.Examples(
                     examples=[[text] for text in settings.examples], inputs=[question], label="Example questions"
                 )
@@ -295,7 +292,7 @@ def build_app(service: ChatService) -> gr.Blocks:
         outputs = [chatbot, answers, panel, question]
         respond: dict[str, Any] = {
             "fn": handlers.respond,
-            "inputs": [question, chatbot, answers, ticked, focus_for, *pickers],
+            "inputs": [question, chatbot, answers, focus.ticked, focus.shown_for, *pickers],
             "outputs": outputs,
             "api_visibility": "private",
             "concurrency_id": "answer",
@@ -307,8 +304,7 @@ def build_app(service: ChatService) -> gr.Blocks:
         # downloads and the papers in focus follow. Chained with `.then`, not `answers.change`: Gradio spots
         # a changed State by hashing its value, and an Answer (a frozen dataclass holding lists) can't be hashed.
         downloads_of = {"fn": handlers.downloads, "inputs": [answers], "outputs": downloads, **private}
-        focus_of = {"fn": focus_updates, "inputs": [answers], "outputs": [focus, clear_focus, focus_for, ticked]}
-        focus_of |= private
+        focus_of = {"fn": focus_updates, "inputs": [answers], "outputs": focus.updated, **private}
 
         def refresh(event: Any) -> None:
             event.then(**show_chips).then(**downloads_of).then(**focus_of).then(**tally_of).then(**map_of)
@@ -318,82 +314,12 @@ def build_app(service: ChatService) -> gr.Blocks:
         redo = {**respond, "fn": handlers.drop_understood, "inputs": [understood, chatbot, answers, *pickers]}
         refresh(understood.input(**redo))
         refresh(gr.on([clear.click, chatbot.clear], handlers.clear, outputs=outputs, queue=False, **private))
-        clear_focus.click(
-            cleared, inputs=[focus_for], outputs=[focus, focus_for], api_visibility="private", queue=False
-        )
-        # The ticks go to a State as they are made, unchecked: a question is sent with the ticks of the picker the
-        # server last drew, never the page's, which may be an earlier answer's while its events still run (Gradio
-        # refused those as not among the choices, and the question failed). `history_for` keeps only offered ones.
-        focus.input(lambda papers: papers, inputs=[focus], outputs=[ticked], preprocess=False, queue=False, **private)
         chatbot.select(handlers.show_sources, inputs=[answers], outputs=[panel], api_visibility="private")
         demo.load(handlers.header, outputs=[header], api_visibility="private", **PAGE_LOAD)
         demo.load(**map_of | PAGE_LOAD)  # beside the header, not after it: the model loads there
         gr.api(handlers.ask, api_name="ask", concurrency_id="answer")
     demo.queue(default_concurrency_limit=settings.concurrency_limit, max_size=settings.max_queue)
     return demo
-
-
-def chat_window() -> gr.Chatbot:
-    """The conversation: the questions asked and the answers, each as the HTML ui.render builds."""
-    return gr.Chatbot(
-        elem_id="rag-chat",
-        label="Chat",
-        height=520,
-        # Answers arrive as HTML built from escaped text (ui.render); no Markdown, LaTeX or
-        # custom tags, so nothing in an abstract or an answer can become markup.
-        render_markdown=False,
-        sanitize_html=True,
-        allow_tags=False,
-        latex_delimiters=[],
-        feedback_options=None,
-        buttons=["copy_all"],
-        layout="panel",
-    )
-
-
-def question_box() -> gr.Textbox:
-    """Where the question is typed; Enter asks it."""
-    return gr.Textbox(
-        elem_id="rag-question",
-        placeholder="Ask about the papers, e.g. how does RxnFlow keep molecules synthesizable?",
-        show_label=False,
-        scale=6,
-        max_lines=4,
-    )
-
-
-def understood_chips() -> gr.CheckboxGroup:
-    """The filters read from the last question, ticked; hidden until a question has some."""
-    return gr.CheckboxGroup(
-        [],
-        label="Filters understood from your question (untick one to ask without it)",
-        elem_id="rag-understood",
-        visible=False,
-    )
-
-
-def download_buttons() -> list[gr.DownloadButton]:
-    """The latest answer's papers to take away, one button per format; hidden until an answer cites some."""
-    with gr.Row(elem_id="rag-downloads"):
-        return [
-            gr.DownloadButton(label, visible=False, size="sm", min_width=90, elem_id=f"rag-download-{fmt}")
-            for fmt, label in DOWNLOADS.items()
-        ]
-
-
-def filter_inputs(choices: dict[str, list[str]]) -> list[gr.Dropdown]:
-    """A picker per filter declared with one (status, primary area), shown only when the index records its field."""
-    with gr.Accordion("Filters", open=False, visible=any(choices.values()), elem_id="rag-filters"):
-        return [
-            gr.Dropdown(
-                choices.get(spec.name, []),
-                multiselect=True,
-                label=spec.label,
-                elem_id=f"rag-{spec.name.replace('_', '-')}",
-                value=[],
-            )
-            for spec in PICKERS
-        ]
 
 
 def launch(

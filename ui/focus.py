@@ -9,6 +9,7 @@ history (the last `Turn` carries the picked papers), the same mechanism every in
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -23,14 +24,38 @@ FOCUS_LABEL = "Papers in focus: a follow-up that refers back (“what dataset do
 FOCUS_CHOICES = 8
 
 
-def focus_picker() -> tuple[gr.CheckboxGroup, gr.Button]:
-    """The last answer's papers as ticks, and a button that unticks them all; hidden until an answer has sources."""
+@dataclass(frozen=True)
+class FocusPicker:
+    """The picker on the page, and what goes with it: its clear button, the number of answers it is for
+    (`shown_for`), and the ticks a person made on it (`ticked`; None: the focus the answer left)."""
+
+    picker: gr.CheckboxGroup
+    clear: gr.Button
+    shown_for: gr.State
+    ticked: gr.State
+
+    @property
+    def updated(self) -> list[Any]:
+        """What `focus_updates` sets, in its order."""
+        return [self.picker, self.clear, self.shown_for, self.ticked]
+
+
+def focus_picker() -> FocusPicker:
+    """The last answer's papers as ticks, and a button that unticks them all; hidden until an answer has sources.
+
+    The ticks go to a State as they are made: a question is sent with them, never with the picker's value,
+    which may still be an earlier answer's while the last answer's events run (Gradio refused those as not
+    among the choices, and the question failed); `history_for` keeps only papers the answer offered."""
     with gr.Row(elem_id="rag-focus-row", equal_height=False):
         picker = gr.CheckboxGroup(
             [], value=[], label=FOCUS_LABEL, elem_id="rag-focus-picker", visible=False, scale=6, container=True
         )
         clear = gr.Button("Clear focus", elem_id="rag-focus-clear", size="sm", visible=False, scale=1, min_width=90)
-    return picker, clear
+    focus = FocusPicker(picker, clear, gr.State(0), gr.State(None))
+    private: dict[str, Any] = {"api_visibility": "private", "queue": False}
+    clear.click(cleared, inputs=[focus.shown_for], outputs=[picker, focus.shown_for], **private)
+    picker.input(lambda papers: papers, inputs=[picker], outputs=[focus.ticked], **private)
+    return focus
 
 
 def focus_updates(answers: list[Answer | None]) -> tuple[dict, dict, int, None]:
