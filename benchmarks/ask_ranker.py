@@ -27,14 +27,15 @@ from datetime import UTC, datetime
 import numpy as np
 
 from rag.answering.ask_ranker import FEATURES, RANKER_FILE
-from rag.answering.asks import hand_ask_score, split_asks
+from rag.answering.asks import hand_ask_score
 from rag.answering.evidence import ranked
 from rag.core.config import with_overrides
 from rag.core.filters import Filters
 from rag.evaluate import load_questions
 from rag.facts import contains_fact
-from rag.retrieval.naming import mentions, paper_name
+from rag.question.question import lookup
 from rag.service import RagService
+from rag.text.naming import mentions, paper_name
 
 
 def labelled_asks(service: RagService, files: list[str]) -> list[tuple[int, list[list[float]], list[bool]]]:
@@ -44,7 +45,8 @@ def labelled_asks(service: RagService, files: list[str]) -> list[tuple[int, list
     questions = [q for name in files for q in load_questions(name, "dev") if q.facts]
     for number, question in enumerate(questions):
         sources = service.retrieve(question.question, service.config.retrieval.k, Filters())
-        candidates = picker.candidates(question.question, sources)
+        asked = lookup(question.question)
+        candidates = picker.candidates(asked, sources)
         if not candidates:
             continue
         best = ranked(candidates, picker.answer)[0].number
@@ -52,7 +54,7 @@ def labelled_asks(service: RagService, files: list[str]) -> list[tuple[int, list
         named = name if mentions(question.question, name) else ""
         own = [c for c in candidates if c.number == best]
         sentences = [c.sentence for c in own]
-        asks = split_asks(question.question)
+        asks = list(asked.asks)
         groups = question.fact_groups if len(asks) > 1 else (question.facts,)
         if len(groups) != len(asks):
             continue

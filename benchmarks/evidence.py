@@ -24,10 +24,12 @@ from pathlib import Path
 
 from rag.answering.evidence import EvidencePicker, ranked
 from rag.answering.quoting import extractive_answer
+from rag.answering.refusal import refusal
 from rag.core.config import with_overrides
 from rag.core.types import Answer
 from rag.facts import contains_fact, missing_facts
-from rag.retrieval.refusal import refusal
+from rag.question.followup import Standalone
+from rag.question.question import read
 from rag.service import RagService
 
 GRID = {  # around the weights before and after docs/answers.md's fourth round; the defaults are scored apart
@@ -73,11 +75,12 @@ def prepare(service: RagService, row: dict) -> dict:
     item = {"question": row["question"], "gold": row.get("gold") or [], "facts": row.get("facts") or []}
     understood = service.understand(row["question"])
     sources = service.retrieve(understood.text)
-    if understood.kind != "lookup" or refusal(understood.text, sources, service.config.retrieval):
+    asked = read(Standalone(row["question"]), understood)
+    if understood.kind != "lookup" or refusal(asked, sources, service.config.retrieval):
         answer = service.answer(row["question"])
         return item | {"fixed": (answer.refused, answer.text, answer.cited)}
-    candidates = service.picker.candidates(understood.text, sources)
-    return item | {"asked": understood.text, "sources": sources, "candidates": candidates}
+    candidates = service.picker.candidates(asked, sources)
+    return item | {"asked": asked, "sources": sources, "candidates": candidates}
 
 
 def score(service: RagService, prepared: list[dict], line: dict) -> tuple[float, float]:
@@ -101,8 +104,8 @@ def answered(picker: EvidencePicker, item: dict) -> tuple[bool, str, list[str]]:
     evidence = picker.chosen(asked, ranked(item["candidates"], picker.answer), sources)
     if not evidence:
         return True, "", []
-    text = extractive_answer(asked, evidence, sources)
-    return False, text, Answer(asked, text, sources).cited
+    text = extractive_answer(asked.text, evidence, sources)
+    return False, text, Answer(asked.text, text, sources).cited
 
 
 def within_three(item: dict) -> bool:

@@ -22,7 +22,7 @@ from pathlib import Path
 from rag.answering.lists import list_answer, topic_rankings
 from rag.core.config import with_overrides
 from rag.core.filters import Filters
-from rag.retrieval.understand import understand, without_kind_words
+from rag.question.understand import topic_of, understand
 from rag.service import RagService
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -128,11 +128,13 @@ def ceiling(args: argparse.Namespace, questions: list[dict]) -> int:
     within = []  # per question: for each line, whether its count is within 20%
     for question in questions:
         asked = service.understand(question["question"])
-        topic = without_kind_words(asked)
+        topic = asked.topic or topic_of(asked)
         applied = asked.applied(Filters(), frozenset())
         rankings = topic_rankings(topic, applied, service.retrieve, service.config)
         gold = len(question["gold"])
-        counts = [list_answer(topic, applied, rankings, config, question="").count or 0 for config in settings]
+        counts = [
+            list_answer(topic, asked.kind, applied, rankings, config, question="").count or 0 for config in settings
+        ]
         within.append([abs(count - gold) <= 0.2 * gold for count in counts])
         print(
             f"  gold {gold:3} counted {min(counts)}–{max(counts)}; lines that fit {sum(within[-1]):3}/{len(grid)}"

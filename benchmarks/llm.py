@@ -132,8 +132,9 @@ class TokenCounter:
 def prompted(service: RagService, answer: Answer) -> list:
     """The sources as the model saw them: each with its evidence sentences only."""
     from rag.answering.quoting import evidence_sources
+    from rag.question.question import lookup
 
-    return evidence_sources(service.picker.pick(answer.standalone_question, answer.sources), answer.sources)
+    return evidence_sources(service.picker.pick(lookup(answer.standalone_question), answer.sources), answer.sources)
 
 
 def measure(service: RagService, counter: TokenCounter, item: dict) -> dict:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from rag.core.filters import Filters, FilterSpec
     from rag.core.types import Answer, Source
     from rag.langchain import AnswerChain, PaperRetriever
-    from rag.retrieval.focus import History
+    from rag.question.focus import History
     from rag.service import RagService
 
 # No public name here may equal a submodule's: importing `rag.service` binds `rag.service` to the module.
@@ -80,7 +80,7 @@ def answer(
     """A cited answer: `text` with `[n]` markers that refer to `sources[n - 1]`.
 
     `history`: the conversation so far, oldest first, as (question, answer text) pairs or `Turn`s
-    (rag.retrieval.focus); a follow-up that refers back is answered from the papers the last answer cited.
+    (rag.question.focus); a follow-up that refers back is answered from the papers the last answer cited.
     `filters`: a `Filters`, or a dict as the JSON APIs take it ({"status": ["Oral"]}). Input that can't be
     used (a question that is not text, a malformed history or filter) is an `InputError` saying why.
     """

@@ -20,7 +20,7 @@ def run_chat(args: argparse.Namespace) -> int:
     input) ends it; Ctrl-C drops the line being typed, or stops the answer being made, and asks again.
     Plain text only, no cursor movement: a screen reader reads it line by line."""
     from rag.core.errors import InputError
-    from rag.retrieval.focus import Turn
+    from rag.question.focus import Turn
 
     service = service_from(args)
     filters = filters_from(args)

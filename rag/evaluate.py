@@ -21,11 +21,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from rag.answering.refusal import refusal
 from rag.core.errors import InputError
 from rag.core.filters import Filters
 from rag.core.jsonl import read_split
 from rag.facts import missing_facts
-from rag.retrieval.refusal import refusal
+from rag.question.question import lookup
 
 if TYPE_CHECKING:
     from rag.service import RagService
@@ -279,7 +280,7 @@ class ServiceSystem:
 
     def search(self, question: str, k: int) -> Outcome:
         sources = self.service.retrieve(question, k, self._filters)
-        refused = self._refusal(question, sources, self.service.config.retrieval) is not None
+        refused = self._refusal(lookup(question), sources, self.service.config.retrieval) is not None
         ranked = [source.paper_id for source in sources]
         if not self.answers:
             return Outcome(ranked, refused)

@@ -13,8 +13,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Generator, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,6 +23,8 @@ from rag.answering.kinds import kind_answer
 from rag.answering.paper_map import with_map
 from rag.answering.pipeline import AnswerPipeline
 from rag.answering.providers import Provider, make_provider, provider_label
+from rag.answering.related import find_related, stored_paper
+from rag.answering.tools import Tools
 from rag.core.config import BUNDLED_SEEDS, Settings, checked_k, load_config, with_overrides
 from rag.core.errors import StoreError
 from rag.core.filters import PICKERS, Filters, given_filters
@@ -45,11 +46,12 @@ from rag.index.setup import (
 from rag.index.store import PaperIndex, open_client
 from rag.ingest.chunking import Chunker
 from rag.ingest.pipeline import IngestReport, ingest_files
-from rag.retrieval.conversation import Conversation
-from rag.retrieval.focus import History
+from rag.question.conversation import Conversation
+from rag.question.focus import History
+from rag.question.question import read as read_question
+from rag.question.understand import Understood
+from rag.question.understand import understand as understand_question
 from rag.retrieval.search import Retriever
-from rag.retrieval.understand import Understood
-from rag.retrieval.understand import understand as understand_question
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -305,26 +307,30 @@ class RagService:
         question = self.clean_question(question)
         standalone = self.conversation.standalone(question, history or [])
         read = self.config.questions.understand if understand is None else understand
-        asked = standalone.question
-        understood = self.understand(asked) if read else Understood(asked, asked)
-        explicit, dropped = given_filters(filters), frozenset(dropped)
-        applied = understood.applied(explicit, dropped)
-        stamp = {
-            "question": question,
-            "standalone_question": asked,
-            "config": self.config.name,
-            "filters": applied.to_json(),
-            "understood": understood.in_use(explicit, dropped).labels(),
-            "focus": list(standalone.focus),
-        }
+        understood = self.understand(standalone.question) if read else None
+        asked = read_question(standalone, understood, question, given_filters(filters), frozenset(dropped))
         lookup = bool(standalone.focus) or not read  # held to the papers in focus, or taken literally: a lookup
-        answer = None if lookup else kind_answer(understood, applied, self, **stamp)  # related, tally, list, ...
+        answer = None if lookup else kind_answer(asked, self.tools())  # related, tally, list, ...
         if answer is None:  # a lookup: the answer pipeline's, over what retrieval finds
-            sources = self.search(understood.text, k, standalone.held(applied))
-            pieces = self.pipeline.stream(replace(standalone, question=understood.text), sources, stamp)
+            sources = self.search(asked.text, k, standalone.held(asked.filters))
+            pieces = self.pipeline.stream(asked, sources)
         else:
             pieces = iter((answer.text, answer))  # no model: the whole text at once, then the answer
         yield from self.conversation.remembering(pieces)  # the papers it cites: the focus it leaves
+
+    def tools(self) -> Tools:
+        """What the answerers of many papers may use (rag/answering/tools.py), built for the index's setup (a
+        fresh store gets the seeds first, and an index built with another setup than the config's sets it)."""
+        self.ensure_index()
+        return Tools(
+            settings=self.config,
+            search=self.search,
+            metadata=self.metadata,
+            sentence_embeddings=self.sentence_embeddings,
+            pipeline=self.pipeline,
+            related=partial(find_related, self),
+            stored_paper=partial(stored_paper, self),
+        )
 
     def metadata(self, filters: Filters) -> dict[str, list]:
         """The stored metadata (status, primary_area, authors, ...) of the papers `filters` admit, a list per key."""
@@ -356,7 +362,7 @@ class RagService:
 
     @cached_property
     def conversation(self) -> Conversation:
-        """Follow-ups made self-contained: held to the papers in focus, or rewritten (rag/retrieval/conversation.py)."""
+        """Follow-ups made self-contained: held to the papers in focus, or rewritten (rag/question/conversation.py)."""
         reads = lambda: self.config.questions.understand  # noqa: E731 - the config may change when the index opens
         return Conversation(self.search, self.understand, self.clean_question, lambda: self.provider, reads)
 

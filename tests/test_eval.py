@@ -185,7 +185,7 @@ def test_the_seed_evaluation_stays_above_the_committed_floor(seeded):
 def test_conversations_refer_back_to_one_seed_paper_and_ask_another_fact_of_it():
     """conversation_questions.jsonl: turn 1 asks about a seed paper, turn 2 refers back to it and asks a fact
     its abstract states that neither question gives; half dev, half test."""
-    from rag.retrieval.focus import REFERS_BACK
+    from rag.question.focus import REFERS_BACK
 
     items = question_lines(CONVERSATIONS.name)
     seeds = {paper.paper_id for paper in load_papers([SEED_FILE])}

@@ -12,8 +12,8 @@ from clirun import rag
 from rag.core.config import PROJECT_ROOT
 from rag.core.filters import Filters
 from rag.evaluate_counts import check, is_count_set
-from rag.retrieval.tally import tally_of
-from rag.retrieval.understand import understand
+from rag.question.tally import tally_of
+from rag.question.understand import understand
 
 COUNTS = PROJECT_ROOT / "tests" / "eval" / "count_questions.jsonl"
 

@@ -58,3 +58,53 @@ def test_benchmarks_import_no_test_helper():
                 continue
             reaching += [f"{path.relative_to(PROJECT_ROOT)}: {name}" for name in names if name.split(".")[0] in helpers]
     assert not reaching, "\n".join(reaching)
+
+
+PATTERN_METHODS = {"search", "match", "fullmatch", "findall", "finditer", "sub", "subn", "split"}
+QUESTION_NAMES = {"question", "asked", "query"}
+# The question stage's readers of a text: called by the question stage, and by the service where a question
+# comes in (rag/service.py reads it once); every other stage reads the fields they fill.
+READERS = {
+    "understand",
+    "understand_question",
+    "split_asks",
+    "ask_kind",
+    "tally_of",
+    "related_question",
+    "pasted_abstract",
+    "topic_of",
+    "alternatives",
+    "asks_for_overview",
+    "overview_topic",
+    "asks_about_evaluation",
+}
+
+
+def _read_text(node: ast.Call) -> str | None:
+    """What a call reads the words of a question with, if it does: a pattern applied to a variable
+    holding the question (`PATTERN.search(question)`, `re.match(p, asked)`), or a reader of the question stage."""
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if name in READERS or (name == "of" and isinstance(func, ast.Attribute) and ast.unparse(func.value) == "Wants"):
+        return ast.unparse(node)
+    pattern = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)  # PATTERN.search, re.search
+    if name in PATTERN_METHODS and pattern and (func.value.id == "re" or func.value.id.isupper()):
+        for argument in node.args[:2]:
+            if isinstance(argument, ast.Name) and argument.id in QUESTION_NAMES:
+                return ast.unparse(node)
+    return None
+
+
+def test_a_question_is_read_by_the_question_stage_only():
+    """Only rag/question/ reads a question's words for what it asks (its kind, filters, topic, asks, the
+    numbers it looks up); the service calls it where a question comes in. The stages after it read the
+    `Question`'s and `Understood`'s fields, so a reading is written once, where the reader is tested."""
+    reading = []
+    for path in sorted([*(PROJECT_ROOT / "rag").rglob("*.py"), *(PROJECT_ROOT / "ui").rglob("*.py")]):
+        where = path.relative_to(PROJECT_ROOT)
+        if where.parts[:2] == ("rag", "question") or where == Path("rag/service.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Call) and (call := _read_text(node)):
+                reading.append(f"{where}:{node.lineno}: {call[:100]}")
+    assert not reading, "\n".join(reading)

@@ -24,7 +24,7 @@ from rag.core.errors import RagError, first_problem
 from rag.core.export import ExportFormat, answer_papers
 from rag.core.filters import Filters, as_filters
 from rag.core.types import Answer
-from rag.retrieval.focus import History
+from rag.question.focus import History
 from ui.focus import focus_picker, focus_updates, history_for
 from ui.paper_map import map_view
 from ui.related import sources_panel

@@ -4,7 +4,7 @@ back is asked of.
 The page shows the last answer's sources as ticks, the papers it cited ticked (the focus the answer
 leaves by itself). Ticking others sets the focus for the next question through the conversation's
 history (the last `Turn` carries the picked papers), the same mechanism every interface uses
-(rag/retrieval/focus.py); nothing here decides whether a follow-up refers back.
+(rag/question/focus.py); nothing here decides whether a follow-up refers back.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import gradio as gr
 
 from rag.core.types import Answer
-from rag.retrieval.focus import History, Turn
+from rag.question.focus import History, Turn
 from ui.render import focus_choices
 
 FOCUS_LABEL = "Papers in focus: a follow-up that refers back (“what dataset do they use?”) is asked of these"

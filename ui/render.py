@@ -21,7 +21,7 @@ from rag.core.markup import markup_html, plain_text
 from rag.core.types import PASSAGE_GAP, Answer, Source, Span, by_relevance, safe_url
 from rag.core.wording import plural
 from rag.retrieval.related import OWN_ABSTRACT_ID
-from rag.retrieval.words import source_sentences
+from rag.text.words import source_sentences
 from ui.themes import themes_html
 
 WORD = re.compile(r"[a-z0-9]+")

@@ -69,7 +69,7 @@ class Result:
 
 def seed_questions(path: Path = SEED_QUESTIONS) -> list[dict]:
     """Answerable single-paper seed questions that are not follow-ups themselves (no 'it', 'this', ...)."""
-    from rag.retrieval.followup import FOLLOW_UP as FOLLOW_UP_WORDS
+    from rag.question.followup import FOLLOW_UP as FOLLOW_UP_WORDS
 
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [row for row in rows if len(row["gold"]) == 1 and not FOLLOW_UP_WORDS.search(row["question"])]
@@ -87,7 +87,7 @@ def expectations(
     With `text`, each question is answered and kept only when the answer cites and needs no
     fallback; its text is kept: a deterministic model (temperature 0) must give it again under load.
     """
-    from rag.retrieval.refusal import refusal_reason
+    from rag.answering.refusal import refusal_reason
 
     def on_topic(sources) -> bool:
         return not refusal_reason(sources, service.config.retrieval) and sources[0].paper_id == gold

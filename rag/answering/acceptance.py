@@ -5,25 +5,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rag.answering.asks import HOW_MUCH, Ask, split_asks
 from rag.answering.evidence import Evidence, repeats
 from rag.core.types import SentenceCheck, Source
-from rag.retrieval.naming import ACRONYM, mentions, paper_name
-from rag.retrieval.words import DIGITS, GENERIC, NAME, content_stems
+from rag.question.asks import Ask
+from rag.question.question import Question
+from rag.text.naming import ACRONYM, mentions, paper_name
+from rag.text.words import DIGITS, GENERIC, NAME, content_stems
 
 
-def key_tokens(question: str, evidence: list[Evidence], sources: list[Source]) -> list[str]:
+def key_tokens(question: Question, evidence: list[Evidence], sources: list[Source]) -> list[str]:
     """What an answer must say to answer, none of it already in the question: the best sentence's
     numbers for a "how many" question; otherwise the paper's name (its short form; never a whole
     title) and up to two other names the best sentence gives (a dataset, a measure: 'MMTD-Set'). For a
     question of several asks answered one sentence each, those of each ask (`ask_key_tokens`)."""
     if not evidence:
         return []
-    asks = split_asks(question)
+    asks = question.asks
     if 1 < len(asks) == len(evidence):  # one sentence per ask: the answer must say what each ask asks for
         return list(dict.fromkeys(t for tokens in ask_key_tokens(asks, evidence, sources) for t in tokens))
+    return said_tokens(question.text, question.wants.number, evidence, sources)
+
+
+def said_tokens(question: str, how_much: bool, evidence: list[Evidence], sources: list[Source]) -> list[str]:
+    """What an answer to one ask must say (`key_tokens`): the numbers it asks for when it asks `how_much`."""
     best = evidence[0]
-    if HOW_MUCH.search(question):
+    if how_much:
         tokens = asked_numbers(question, [item.sentence for item in evidence])
     else:
         name = paper_name(sources[best.number - 1])
@@ -34,18 +40,18 @@ def key_tokens(question: str, evidence: list[Evidence], sources: list[Source]) -
     return [token for token in dict.fromkeys(tokens) if token.lower() not in asked and not mentions(question, token)]
 
 
-def ask_key_tokens(asks: list[Ask], evidence: list[Evidence], sources: list[Source]) -> list[list[str]]:
+def ask_key_tokens(asks: tuple[Ask, ...], evidence: list[Evidence], sources: list[Source]) -> list[list[str]]:
     """For each ask, answered by the evidence sentence in its place, what the answer must say for it. A number it
     asks for may stand in another ask's sentence: 'how many building blocks' of "How many reaction templates
     does RxnFlow use, and how many building blocks?" is in the sentence that gives both."""
     return [
-        key_tokens(ask.text, [item, *(e for e in evidence if e is not item)], sources)
+        said_tokens(ask.text, ask.how_much, [item, *(e for e in evidence if e is not item)], sources)
         for ask, item in zip(asks, evidence)
     ]
 
 
 def left_out(
-    question: str, evidence: list[Evidence], sources: list[Source], checks: list[SentenceCheck]
+    question: Question, evidence: list[Evidence], sources: list[Source], checks: list[SentenceCheck]
 ) -> list[Evidence]:
     """The evidence sentences to add after a model's answer that falls short, in the order asked: for a
     question of several asks answered one sentence each, for each ask whose key tokens it leaves out, the
@@ -53,7 +59,7 @@ def left_out(
     when none of its sentences was shown, every evidence sentence. Those it says already are left out
     (quoting one again would repeat it)."""
     said = " ".join(check.text for check in checks)
-    asks = split_asks(question)
+    asks = question.asks
     missed = []
     if checks and 1 < len(asks) == len(evidence):
         for item, tokens in zip(evidence, ask_key_tokens(asks, evidence, sources)):
@@ -79,15 +85,21 @@ def asked_numbers(question: str, sentences: list[str]) -> list[str]:
     return [number for number, _ in found[0]]
 
 
-def news(question: str, evidence: list[Evidence]) -> set[str]:
+def news(question: Question, evidence: list[Evidence]) -> set[str]:
     """The best sentence's content words (stems) that the question lacks, with those of the sentence it points
     back at ("We propose POTEC, a two-stage algorithm. It leverages …"): what it tells the asker.
     Empty for a "how many" question, whose asked numbers (its key tokens) are the whole answer. For a
     question of several asks answered one sentence each, the news of each sentence for its ask."""
-    asks = split_asks(question)
+    asks = question.asks
     if 1 < len(asks) == len(evidence):  # one sentence per ask: the news of each, but a number's
-        return set().union(*(news(ask.text, [item]) for ask, item in zip(asks, evidence))) - content_stems(question)
-    if not evidence or HOW_MUCH.search(question):
+        each = (one_ask_news(ask.text, ask.how_much, [item]) for ask, item in zip(asks, evidence))
+        return set().union(*each) - content_stems(question.text)
+    return one_ask_news(question.text, question.wants.number, evidence)
+
+
+def one_ask_news(question: str, how_much: bool, evidence: list[Evidence]) -> set[str]:
+    """The news of the best sentence for one ask (`news`); none when it asks `how_much`."""
+    if not evidence or how_much:
         return set()
     best = evidence[0]  # with the sentence it points back at, when it does: the two read as one
     return content_stems(f"{best.before} {best.sentence}") - content_stems(question)

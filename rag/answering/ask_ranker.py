@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rag.answering.asks import Ask
     from rag.answering.evidence import SentenceCandidate
 
 RANKER_FILE = Path(__file__).with_name("ask_ranker.json")
@@ -38,17 +37,15 @@ FEATURES = (
 )
 
 
-def ask_features(
-    candidate: SentenceCandidate, cosine: float, words: float, ask: Ask, code_link: bool, named: str = ""
-) -> list[float]:
-    """The features of one sentence for one ask, in the order of `FEATURES`; `named`: the paper's name, when
-    the question gives it."""
+def ask_features(candidate: SentenceCandidate, cosine: float, words: float, holds: int, code_link: bool) -> list[float]:
+    """The features of one sentence for one ask, in the order of `FEATURES`; `holds`: whether it holds the kind
+    of answer the ask wants (asks.held_by)."""
     return [
         cosine,
         candidate.cosine,
         words,
         candidate.words,
-        float(ask.held_by(candidate.sentence, candidate.introduces, candidate.proposes, named)),
+        float(holds),
         float(candidate.background),
         float(code_link),
         float(candidate.introduces),

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 
 from rag.core.types import Source
-from rag.retrieval.naming import PROPOSAL
-from rag.retrieval.words import source_sentences
+from rag.text.naming import PROPOSAL
+from rag.text.words import source_sentences
 
 # What the authors did ("We reformulate the task using text, as language has been shown to …"): never background.
 OWN_WORK = re.compile(r"^(we|our)\b", re.I)

@@ -22,8 +22,8 @@ from rag.answering.evidence import Evidence
 from rag.core.markers import MARKER, attach_marker, cited_numbers, format_marker, split_sentences
 from rag.core.markup import model_text, plain_text
 from rag.core.types import SentenceCheck, Source
-from rag.retrieval.naming import paper_name
-from rag.retrieval.words import DIGITS, NAME, content_stems, counted, source_sentences
+from rag.text.naming import paper_name
+from rag.text.words import DIGITS, NAME, content_stems, counted, source_sentences
 
 FOREIGN_SHARE = 0.3  # see foreign_words: the share of a sentence's content words its source may lack
 FINISHED = re.compile(r"[.!?:;)\]\"'”’]\s*$")

@@ -18,8 +18,8 @@ sentence's paper per ask instead, in the order asked: each scored against its as
 of answer it wants (`EvidencePicker.ask_score`), a different sentence for each (asks.best_assignment). Both the
 extractive answer and the model's prompt are built from these sentences, and the key tokens of the
 best one (its numbers and names that the question asks about) are what a model answer must keep
-(acceptance.py). A paper's name comes from rag/retrieval/naming.py; the words compared, from
-rag/retrieval/words.py.
+(acceptance.py). A paper's name comes from rag/text/naming.py; the words compared, from
+rag/text/words.py.
 """
 
 from __future__ import annotations
@@ -33,38 +33,19 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from rag.answering.ask_ranker import AskRanker, ask_features
-from rag.answering.asks import (
-    CODE_LINK,
-    HOW_MUCH,
-    NUMBER,
-    Ask,
-    AskKind,
-    Wants,
-    best_assignment,
-    hand_ask_score,
-    split_asks,
-    without_name,
-)
+from rag.answering.asks import CODE_LINK, NUMBER, best_assignment, hand_ask_score, held_by, wanted, without_name
 from rag.answering.background import is_background, proposal_position, work_start
 from rag.answering.quoting import with_earlier_steps, with_sentence_before
+from rag.answering.refusal import refusal_reason
 from rag.core.config import AnswerConfig, RetrievalConfig
 from rag.core.markers import split_sentences
 from rag.core.types import Source
-from rag.retrieval.naming import mentions, named_by, paper_name, says_name
-from rag.retrieval.refusal import refusal_reason
-from rag.retrieval.words import acronyms, content_stems, source_sentences, spelled_out
+from rag.question.asks import Ask, AskKind
+from rag.question.question import Question
+from rag.text.naming import mentions, named_by, paper_name, says_name
+from rag.text.words import acronyms, content_stems, source_sentences, spelled_out
 
-# "Which papers …", not "what do the ablation studies examine".
-SEVERAL = re.compile(
-    r"\b(which|what|any|are there|list|show me)\b(?!\s+(?:do|does|did)\b).{0,30}"
-    r"\b(papers|works|methods|approaches|studies)\b",
-    re.I,
-)
-TWO_ASKS = re.compile(r"\band\s+(what|which|how|why|where|when|on which|in which|for which|to what)\b", re.I)
 WEB_ADDRESS = re.compile(r"https?://|www\.", re.I)
-ASKS_FOR_CODE = re.compile(
-    r"\b(code|github|repository|repo|implementation|website|link|url|available|released?)\b", re.I
-)
 
 # The share of a sentence's content words a sentence of an earlier answer holds when it says the same.
 REPEATED = 0.8
@@ -89,25 +70,25 @@ class EvidencePicker:
         self.retrieval = retrieval
         self._ranker: AskRanker | None = None  # the learned ask scores, read on the first question of two asks
 
-    def pick(self, question: str, sources: list[Source], said: str = "", focused: bool = False) -> list[Evidence]:
+    def pick(self, question: Question, sources: list[Source]) -> list[Evidence]:
         """The best sentence, then those close to it; for a question about several papers ("which
         papers …"), the best sentence of each paper close enough instead; for a question of two or
         more asks, one sentence of the answering paper per ask, in the order asked.
 
-        `said`: what the conversation's last answer said, for a follow-up. The best sentence answers
-        even when it was said (it is what is asked now); a sentence close to it joins only if it was not.
-        `focused`: a follow-up about the papers in focus (`sources`), which it names as "it" or "they"."""
-        candidates = self.candidates(question, sources, focused)
+        A follow-up's `said` (what the conversation's last answer said): the best sentence answers even when
+        it was said (it is what is asked now); a sentence close to it joins only if it was not. Its `focus`:
+        the papers it asks about (`sources`), which it names as "it" or "they"."""
+        candidates = self.candidates(question, sources)
         scored = ranked(candidates, self.answer)
-        asks = split_asks(question)
-        if len(asks) > 1 and not SEVERAL.search(question) and scored:
+        if len(question.asks) > 1 and not question.several and scored:
             if scored[0].score < self.answer.min_sentence_score:
                 return []
             name = paper_name(sources[scored[0].number - 1])
-            named = name if focused or mentions(question, name) else ""
-            return with_sentence_before(question, self.for_each_ask(asks, scored[0].number, candidates, named), sources)
-        chosen = self.chosen(question, scored, sources, said)
-        how = Wants.of(question).how_or_why
+            named = name if question.focus or mentions(question.text, name) else ""
+            each = self.for_each_ask(list(question.asks), scored[0].number, candidates, named)
+            return with_sentence_before(question, each, sources)
+        chosen = self.chosen(question, scored, sources)
+        how = question.wants.how_or_why
         if how:  # "how does X work": a sentence that says how, and a method's steps from the first
             chosen = self.saying_how(chosen, candidates)
             if how.kind is AskKind.MECHANISM:
@@ -154,7 +135,11 @@ class EvidencePicker:
             tables.append(
                 [
                     ask_features(
-                        c, float(cos), covered(c.wording, words), ask, bool(CODE_LINK.search(c.sentence)), named
+                        c,
+                        float(cos),
+                        covered(c.wording, words),
+                        held_by(ask, c.sentence, c.introduces, c.proposes, named),
+                        bool(CODE_LINK.search(c.sentence)),
                     )
                     for c, cos in zip(own, similarity)
                 ]
@@ -170,16 +155,16 @@ class EvidencePicker:
             self._ranker = AskRanker.load()
         return self._ranker.score(features)
 
-    def chosen(self, question: str, scored: list[Evidence], sources: list[Source], said: str = "") -> list[Evidence]:
+    def chosen(self, question: Question, scored: list[Evidence], sources: list[Source]) -> list[Evidence]:
         """The sentences `pick` keeps of those scored, best first; none close to the best that was `said` already."""
         if not scored or scored[0].score < self.answer.min_sentence_score:
             return []
-        numbers_only = HOW_MUCH.match(question.strip())
+        numbers_only = question.opens_with_amount
         if numbers_only and not NUMBER.search(scored[0].sentence):  # "how many …?": its paper's best number leads
             counted = next((e for e in scored if e.number == scored[0].number and NUMBER.search(e.sentence)), None)
             scored = [counted, *(e for e in scored if e is not counted)] if counted else scored
         best = scored[0]
-        if SEVERAL.search(question):  # each paper that passed refusal on its own gets its best sentence, if close
+        if question.several:  # each paper that passed refusal on its own gets its best sentence, if close
             firsts: dict[int, Evidence] = {}
             for item in scored:
                 firsts.setdefault(item.number, item)
@@ -191,17 +176,16 @@ class EvidencePicker:
                 and self.passes(sources[e.number - 1])
             ]
         else:
-            widen = 2 if TWO_ASKS.search(question) else 1  # "what does X optimize, and on which tasks"
+            widen = 2 if question.two_asks else 1  # "what does X optimize, and on which tasks"
             # "how many …?" is answered by numbers: a sentence without one doesn't join; nor does "The code is
             # available at https://…", unless the code is asked for
-            code_asked = ASKS_FOR_CODE.search(question)
             close = [
                 e
                 for e in scored[1:]
                 if e.score >= best.score - widen * self.margin(e, best)
-                and not repeats(e.sentence, said)
+                and not repeats(e.sentence, question.said)
                 and not (numbers_only and not NUMBER.search(e.sentence))
-                and not (WEB_ADDRESS.search(e.sentence) and not code_asked)
+                and not (WEB_ADDRESS.search(e.sentence) and not question.code_asked)
             ]
         return [best, *close][: self.answer.evidence_sentences]
 
@@ -219,13 +203,14 @@ class EvidencePicker:
         """A source that would not be refused on its own has earned its place in an answer."""
         return refusal_reason([source], self.retrieval) is None
 
-    def scored(self, question: str, sources: list[Source]) -> list[Evidence]:
+    def scored(self, question: Question, sources: list[Source]) -> list[Evidence]:
         """Every candidate sentence with its score, best first."""
         return ranked(self.candidates(question, sources), self.answer)
 
-    def candidates(self, question: str, sources: list[Source], focused: bool = False) -> list[SentenceCandidate]:
-        """Every sentence of the sources that earned their place, with what its score is made of; `focused`:
-        the sources are the papers a follow-up asks about, as if it named them."""
+    def candidates(self, asked: Question, sources: list[Source]) -> list[SentenceCandidate]:
+        """Every sentence of the sources that earned their place, with what its score is made of; for a
+        follow-up about the papers in focus, the sources are those papers, as if it named them."""
+        question, focused, wants = asked.text, bool(asked.focus), asked.wants
         sentences = [
             (number, position, sentence)
             for number, source in enumerate(sources, start=1)
@@ -246,8 +231,7 @@ class EvidencePicker:
         similarity = np.asarray(self.embeddings.embed_documents(wordings)) @ question_vector
         named = " ".join(given.values())
         words = rarity_weights(question, [sentence for _, _, sentence in sentences], ignore=content_stems(named))
-        wants = Wants.of(question)
-        asked = content_stems(question)
+        stems = content_stems(question)
         proposals = {number: proposal_position(sources[number - 1]) for number in numbers}
         starts = {number: work_start(sources[number - 1], proposals[number]) for number in numbers}
         # Places below the first source; a paper the question names counts as first.
@@ -255,7 +239,7 @@ class EvidencePicker:
         candidates = []
         for (number, position, sentence), cosine, wording in zip(sentences, similarity, wordings):
             introduces = position == proposals[number] or mentions(sentence, names[number])
-            kind = wants.kind(sentence, introduces, position == proposals[number], given.get(number, ""))
+            kind = wanted(wants, sentence, introduces, position == proposals[number], given.get(number, ""))
             proposal = introduces and not wants.number and not named and not wants.name
             background = position < starts[number] or is_background(position, sentence)
             candidates.append(
@@ -265,7 +249,7 @@ class EvidencePicker:
                     sentence,
                     float(cosine),
                     covered(wording, words),
-                    novelty(sentence, asked),
+                    novelty(sentence, stems),
                     kind,
                     proposal,
                     background,

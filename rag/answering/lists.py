@@ -1,6 +1,6 @@
 """Answers about many papers: a list, a count, or two papers side by side. No model needed.
 
-`many_papers_answer` picks which by the question's kind and does the searches each needs.
+`list_kind_answer` and `compare_kind_answer` answer them (rag/answering/kinds.py gives each its kinds).
 
 A list or count ranks up to `questions.list_cap` papers of the (filtered) index for the topic and
 keeps those on it: evidence (best passage cosine + weighted share of the topic's words, as refusal
@@ -16,11 +16,12 @@ leaves out ("…, excluding LLMs") is left out of the list: the papers whose tit
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rag.answering.background import is_background
 from rag.answering.overview import overview_answer
+from rag.answering.refusal import evidence_score, refusal_reason
 from rag.core.config import RetrievalConfig, Settings
 from rag.core.errors import InputError
 from rag.core.filters import Filters
@@ -28,42 +29,41 @@ from rag.core.markup import plain_text
 from rag.core.types import Answer, Kind, Source
 from rag.core.wording import scope
 from rag.index.lexical import terms
-from rag.retrieval.refusal import evidence_score, refusal_reason
-from rag.retrieval.understand import Understood, alternatives, without_kind_words
-from rag.retrieval.words import source_sentences
+from rag.question.understand import Topic, Understood
+from rag.text.words import source_sentences
 
 if TYPE_CHECKING:
-    from rag.answering.kinds import Parts
+    from rag.answering.tools import Search, Tools
+    from rag.question.question import Question
 
 LONG_TOPIC = 6  # words: a longer topic is a description ("generate DAGs by combining …"), not a name
 
-# The caller's retrieval: (a question cleaned already, k, filters) -> the top-k papers, best first.
-Search = Callable[[str, int, Filters], list[Source]]
+
+def list_kind_answer(question: Question, tools: Tools) -> Answer:
+    """The answer to a list, count or overview question: the topic's papers searched, those on it kept. An
+    overview groups them with the sentence embeddings, and asks the model for a sentence per theme when
+    `llm.theme_sentences` is on (rag/answering/overview.py)."""
+    settings, asked = tools.settings, question.understood
+    assert asked.topic is not None, "a list, count or overview question has a topic (rag/question/understand.py)"
+    rankings = topic_rankings(asked.topic, question.filters, tools.search, settings)
+    listed = list_answer(asked.topic, asked.kind, question.filters, rankings, settings, question.asked)
+    if asked.kind != Kind.OVERVIEW:
+        return listed
+    writer = tools.pipeline if settings.llm.theme_sentences else None
+    return overview_answer(listed, asked.topic, tools.sentence_embeddings, writer)
 
 
-def many_papers_answer(asked: Understood, applied: Filters, parts: Parts, **stamp) -> Answer | None:
-    """The answer to a list, count, overview or compare question, searched with the service's search; None
-    for a lookup (one paper's question, the answer pipeline's). An overview groups its papers with the
-    service's sentence embeddings, and asks its model for a sentence per theme when `llm.theme_sentences`
-    is on (rag/answering/overview.py). `stamp`: the fields every Answer gets."""
-    settings, search = parts.config, parts.search
-    if asked.kind in (Kind.LIST, Kind.COUNT, Kind.OVERVIEW):
-        topic = without_kind_words(asked)
-        listed = list_answer(topic, applied, topic_rankings(topic, applied, search, settings), settings, **stamp)
-        if asked.kind != Kind.OVERVIEW:
-            return listed
-        writer = parts.pipeline if settings.llm.theme_sentences else None
-        return overview_answer(listed, topic, parts.sentence_embeddings, writer)
-    if asked.kind == Kind.COMPARE:
-        return compare_answer(asked, compared(asked, applied, search, settings.retrieval), **stamp)
-    return None
+def compare_kind_answer(question: Question, tools: Tools) -> Answer:
+    """The two papers a compare question names, side by side."""
+    pairs = compared(question.understood, question.filters, tools.search, tools.settings.retrieval)
+    return compare_answer(question, pairs)
 
 
-def topic_rankings(topic: Understood, applied: Filters, search: Search, settings: Settings) -> list[list[Source]]:
+def topic_rankings(topic: Topic, applied: Filters, search: Search, settings: Settings) -> list[list[Source]]:
     """What a list or count answer draws its line in: one ranking per alternative of the topic
     ("flow matching or rectified flow" has two), each of up to `questions.list_cap` papers."""
     cap = settings.questions.list_cap
-    return [search(text, cap, applied) for text in alternatives(topic.text)]
+    return [search(text, cap, applied) for text in topic.alternatives]
 
 
 def compared(
@@ -102,38 +102,38 @@ def on_topic(sources: list[Source], topic: str, config: Settings) -> list[Source
 
 
 def list_answer(
-    asked: Understood, applied: Filters, rankings: list[list[Source]], settings: Settings, **stamp
+    topic: Topic, kind: Kind, applied: Filters, rankings: list[list[Source]], settings: Settings, question: str
 ) -> Answer:
     """Every ranked paper on the topic, each with why it matches; a count says how many first.
 
     `rankings`: one per alternative of the topic ("flow matching or rectified flow" has two); a paper
     on any of them is listed, once."""
-    listed = list({s.paper_id: s for ranked in rankings for s in on_topic(ranked, asked.text, settings)}.values())
-    listed = [source for source in listed if not names(source.title, asked.left_out)]
+    listed = list({s.paper_id: s for ranked in rankings for s in on_topic(ranked, topic.text, settings)}.values())
+    listed = [source for source in listed if not names(source.title, topic.left_out)]
     ranked = max(rankings, key=len)
     cap = settings.questions.list_cap
     scope = _scope(applied)
     line = (
         f"listed: evidence (best passage similarity + share of the topic's words) ≥ "
-        f"{settings.questions.list_min_evidence:.2f} and ≥ {relative_evidence(asked.text, settings):.0%} of the "
+        f"{settings.questions.list_min_evidence:.2f} and ≥ {relative_evidence(topic.text, settings):.0%} of the "
         f"best paper's, BM25 ≥ {settings.questions.list_relative_bm25:.0%} of the best, among the {len(ranked)} "
         f"best-ranked of {scope}"
-        + (f"; left out: papers whose title names “{asked.left_out}”" if asked.left_out else "")
+        + (f"; left out: papers whose title names “{topic.left_out}”" if topic.left_out else "")
     )
-    fields = {"kind": asked.kind, "line": line, "count": len(listed), **stamp}
+    answer = Answer(question, "", [], kind=kind, line=line, count=len(listed))
     if not listed:
-        text = f"No paper is about “{asked.text}”{_within(applied)}{_leaving(asked)}."
-        return Answer(text=text, sources=ranked[:5], refused=True, refusal_reason=line, **fields)
+        text = f"No paper is about “{topic.text}”{_within(applied)}{_leaving(topic)}."
+        return replace(answer, text=text, sources=ranked[:5], refused=True, refusal_reason=line)
     many = f"at least {len(listed)}" if len(ranked) >= cap and len(listed) == len(ranked) else str(len(listed))
     noun = "paper" if len(listed) == 1 else "papers"
     head = (
-        f"{many} {noun} {'match' if len(listed) > 1 else 'matches'} “{asked.text}”{_within(applied)}{_leaving(asked)}:"
+        f"{many} {noun} {'match' if len(listed) > 1 else 'matches'} “{topic.text}”{_within(applied)}{_leaving(topic)}:"
     )
-    lines = [head, *(_line(number, source, asked.text) for number, source in enumerate(listed, start=1))]
-    return Answer(text="\n".join(lines), sources=listed, answered_by="list", **fields)
+    lines = [head, *(_line(number, source, topic.text) for number, source in enumerate(listed, start=1))]
+    return replace(answer, text="\n".join(lines), sources=listed, answered_by="list")
 
 
-def compare_answer(asked: Understood, pairs: list[tuple[str, Source | None]], **stamp) -> Answer:
+def compare_answer(question: Question, pairs: list[tuple[str, Source | None]]) -> Answer:
     """The two named papers side by side: each one's sentence that best matches the question, cited."""
     sources = [source for _, source in pairs if source is not None]
     lines = []
@@ -142,17 +142,17 @@ def compare_answer(asked: Understood, pairs: list[tuple[str, Source | None]], **
             lines.append(f"{name}: no indexed abstract is about it.")
         else:
             number = sources.index(source) + 1
-            sentence = best_sentence(source, f"{asked.text} {name}")
+            sentence = best_sentence(source, f"{question.text} {name}")
             lines.append(f"{name} (“{plain_text(source.title)}”): {sentence} [{number}]")
     refused = not sources
     return Answer(
+        question=question.asked,
         text="\n".join(lines),
         sources=sources,
         refused=refused,
         answered_by="" if refused else "compare",
         kind=Kind.COMPARE,
         count=len(sources),
-        **stamp,
     )
 
 
@@ -192,8 +192,8 @@ def names(title: str, left_out: str) -> bool:
     return bool(wanted) and wanted <= held
 
 
-def _leaving(asked: Understood) -> str:
-    return f", leaving out papers whose title names “{asked.left_out}”" if asked.left_out else ""
+def _leaving(topic: Topic) -> str:
+    return f", leaving out papers whose title names “{topic.left_out}”" if topic.left_out else ""
 
 
 def _within(applied: Filters) -> str:

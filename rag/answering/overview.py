@@ -19,17 +19,16 @@ from rag.answering.themes import MIN_PAPERS, OTHERS, Group, find_themes
 from rag.core.markup import plain_text
 from rag.core.types import Answer, Quote, Theme
 from rag.core.wording import counted
-from rag.retrieval.overview_words import asks_about_evaluation
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
     from rag.answering.pipeline import AnswerPipeline
-    from rag.retrieval.understand import Understood
+    from rag.question.understand import Topic
 
 
 def overview_answer(
-    listed: Answer, topic: Understood, embeddings: Embeddings, pipeline: AnswerPipeline | None = None
+    listed: Answer, topic: Topic, embeddings: Embeddings, pipeline: AnswerPipeline | None = None
 ) -> Answer:
     """The list answer `listed` (the topic's papers, each with its line) regrouped into themes; with the
     `pipeline` of a configured model, each theme led by the model's checked sentence (theme_sentences.py)."""
@@ -39,7 +38,7 @@ def overview_answer(
     if len(listed.sources) < MIN_PAPERS:
         few = f"{head.rstrip(':')}: too few to group into themes ({MIN_PAPERS} at least), so listed instead:"
         return replace(listed, text="\n".join([few, *listed.text.split("\n")[1:]]))
-    evaluation = asks_about_evaluation(topic.question)
+    evaluation = topic.about_evaluation
     groups = find_themes(listed.sources, topic.text, embeddings, evaluation)
     sources = [listed.sources[member] for group in groups for member in group.members]
     number = {source.paper_id: n for n, source in enumerate(sources, start=1)}

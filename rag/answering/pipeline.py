@@ -1,6 +1,6 @@
 """The answer policy: from a question to a checked, cited `Answer`.
 
-the standalone question (a follow-up rewritten, rag/retrieval/followup.py) and its sources (the
+the question as read (rag/question/question.py: a follow-up made self-contained, its asks) and its sources (the
 caller's retrieval) -> refusal, or evidence sentences -> the extractive answer, or the model's words checked
 sentence by sentence against the sources as they stream (unsupported sentences never shown; the
 evidence sentences they don't say follow when the key facts are lost, the extractive answer when the model fails and
@@ -16,6 +16,7 @@ from rag.answering.citations import CitationChecker, kept_text
 from rag.answering.evidence import Evidence, EvidencePicker
 from rag.answering.providers import ExtractiveProvider, Provider
 from rag.answering.quoting import evidence_sources, extractive_answer
+from rag.answering.refusal import refusal, stands_in
 from rag.answering.streaming import SentenceStream, quoted_checks, shown_text
 from rag.core.config import Settings
 from rag.core.errors import ModelError
@@ -23,8 +24,7 @@ from rag.core.filters import as_filters
 from rag.core.markup import plain_text
 from rag.core.types import Answer, SentenceCheck, Source
 from rag.core.wording import scope, verb
-from rag.retrieval.followup import Standalone
-from rag.retrieval.refusal import refusal, stands_in
+from rag.question.question import Question
 
 
 class AnswerPipeline:
@@ -42,36 +42,36 @@ class AnswerPipeline:
         self.checker = checker
         self.provider = provider  # called when a model is needed: loading it is the caller's business
 
-    def stream(self, standalone: Standalone, sources: list[Source], stamp: dict) -> Iterator[str | Answer]:
+    def stream(self, question: Question, sources: list[Source]) -> Iterator[str | Answer]:
         """Yield the answer's checked sentences as they come, then the final `Answer`, whose text is
         exactly what was yielded: a model's sentence only once a source it cites supports it, and the
         evidence sentences they don't say after them when they leave out what the best one says (see streaming.py).
 
-        `stamp`: the fields every Answer gets (the question as asked, filters, config...)."""
-        asked = standalone.question
+        The answer says what every answer says of its question (`Question.stamped`)."""
+        asked = question.text
         # A follow-up about the papers in focus is theirs to answer: their sentences decide, as for a named paper.
-        reason = None if standalone.focus and sources else refusal(asked, sources, self.config.retrieval)
-        if not reason and (standing := stands_in(asked, sources)) and standing is not sources[0]:
+        reason = None if question.focus and sources else refusal(question, sources, self.config.retrieval)
+        if not reason and (standing := stands_in(question, sources)) and standing is not sources[0]:
             sources = [standing, *(source for source in sources if source is not standing)]  # the look-up's paper first
-        evidence = [] if reason else self.picker.pick(asked, sources, standalone.said, bool(standalone.focus))
+        evidence = [] if reason else self.picker.pick(question, sources)
         if not reason and not evidence:
             reason = "no sentence of the closest abstracts answers it"
         if reason:
-            text = refusal_text(sources, stamp.get("filters"))
-            yield Answer(text=text, sources=sources, refused=True, refusal_reason=reason, **stamp)
+            text = refusal_text(sources, question.filters.to_json())
+            yield self.stamped(question, Answer("", text, sources, refused=True, refusal_reason=reason))
             return
         extractive = extractive_answer(asked, evidence, sources)
         shown: list[SentenceCheck] = []  # what the stream has shown: the final answer's sentences
         model_sentences = 0
         try:
-            if standalone.model_failure:  # it just failed on the rewrite: don't wait for it a second time
-                raise ModelError(standalone.model_failure)
+            if question.standalone.model_failure:  # it just failed on the rewrite: don't wait for it a second time
+                raise ModelError(question.standalone.model_failure)
             provider = self.provider()
             # The extractive provider's answer is the extractive one made above (its own stream would pick
             # the same evidence again, a sixth of an answer's time): checked, not weighed as a model's words.
             if isinstance(provider, ExtractiveProvider):
                 yield from self.shown(quoted_checks(self.checker, extractive, sources, shown), shown)
-                yield self.final(shown, sources, stamp, answered_by="extractive")
+                yield self.final(question, shown, sources, answered_by="extractive")
                 return
             sentences = SentenceStream(self.checker, sources, evidence, asked)
             for piece in provider.stream(asked, evidence_sources(evidence, sources)):
@@ -86,31 +86,31 @@ class AnswerPipeline:
             quoted = extractive_answer(asked, evidence, sources, kept_text(shown)) if shown else extractive
             yield from self.shown(quoted_checks(self.checker, quoted, sources, shown), shown)
             by = "model" if model_sentences else "extractive"
-            yield self.final(shown, sources, stamp, answered_by=by, fallback=str(err))
+            yield self.final(question, shown, sources, answered_by=by, fallback=str(err))
             return
         # The model is judged on its own words: a name shown before them says which paper, not what it says.
-        lacking, unsaid = self.lacking(asked, evidence, sources, sentences.written)
+        lacking, unsaid = self.lacking(question, evidence, sources, sentences.written)
         if lacking:  # the evidence sentences the shown ones don't say follow them (when none was shown, all of it)
             added = extractive_answer(asked, unsaid, sources, kept_text(shown))
             yield from self.shown(quoted_checks(self.checker, added, sources, shown), shown)
         yield self.final(
+            question,
             shown,
             sources,
-            stamp,
             answered_by="model" if model_sentences else "extractive",
             replaced=lacking.reason if lacking else None,
             shortfall=lacking.words if lacking else None,
         )
 
     def lacking(
-        self, asked: str, evidence: list[Evidence], sources: list[Source], shown: list[SentenceCheck]
+        self, question: Question, evidence: list[Evidence], sources: list[Source], shown: list[SentenceCheck]
     ) -> tuple[Shortfall | None, list[Evidence]]:
         """What the model's shown sentences lack (acceptance.py), and the evidence sentences they don't
         say, which then follow them. They lack nothing when they say every evidence sentence (the
         paper's name aside: their [n] gives it); quoting one again would repeat it."""
-        key, told = key_tokens(asked, evidence, sources), news(asked, evidence)
+        key, told = key_tokens(question, evidence, sources), news(question, evidence)
         lacking = shortfall(shown, key, told, self.config.answer.keep_news)
-        unsaid = left_out(asked, evidence, sources, shown)
+        unsaid = left_out(question, evidence, sources, shown)
         return (lacking if unsaid else None), unsaid
 
     @staticmethod
@@ -120,15 +120,17 @@ class AnswerPipeline:
             yield (" " if shown else "") + shown_text(check)
             shown.append(check)
 
-    @staticmethod
-    def final(shown: list[SentenceCheck], sources: list[Source], stamp: dict, **fields) -> Answer:
+    def final(self, question: Question, shown: list[SentenceCheck], sources: list[Source], **fields) -> Answer:
         """The answer the stream showed: its text is the shown sentences, as they were streamed. When no
         sentence could be shown (none is supported), a refusal."""
         if not shown:
             reason = "no sentence of the answer is supported by the abstract it cites"
-            text = refusal_text(sources, stamp.get("filters"))
-            return Answer(text=text, sources=sources, refused=True, refusal_reason=reason, **stamp)
-        return Answer(text=kept_text(shown), sources=sources, checks=list(shown), **fields, **stamp)
+            text = refusal_text(sources, question.filters.to_json())
+            return self.stamped(question, Answer("", text, sources, refused=True, refusal_reason=reason))
+        return self.stamped(question, Answer("", kept_text(shown), sources, checks=list(shown), **fields))
+
+    def stamped(self, question: Question, answer: Answer) -> Answer:
+        return question.stamped(answer, self.config.name)
 
 
 def refusal_text(sources: list[Source], filters: dict | None = None) -> str:

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from rag.core.markers import MARKER, split_sentences
 from rag.core.types import Source
-from rag.retrieval.words import content_stems
+from rag.text.words import content_stems
 
 # ANSWER_PROMPT and REWRITE_PROMPT, LangChain chat prompts, are built from these on first use (see
 # `__getattr__`): importing LangChain's prompt classes costs half a second that an extractive answer,

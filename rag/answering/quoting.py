@@ -8,15 +8,15 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from rag.answering.asks import HOW_MUCH
 from rag.core.markers import attach_marker
 from rag.core.markup import plain_text
 from rag.core.types import Passage, Source
-from rag.retrieval.naming import mentions, paper_name
-from rag.retrieval.words import source_sentences
+from rag.text.naming import mentions, paper_name
+from rag.text.words import source_sentences
 
 if TYPE_CHECKING:
     from rag.answering.evidence import Evidence
+    from rag.question.question import Question
 
 LEADING_LINK = re.compile(
     r"^(however|moreover|furthermore|additionally|in addition|specifically|notably|importantly|"
@@ -47,13 +47,13 @@ LATER_STEP = re.compile(
 )
 
 
-def with_sentence_before(question: str, evidence: list[Evidence], sources: list[Source]) -> list[Evidence]:
+def with_sentence_before(question: Question, evidence: list[Evidence], sources: list[Source]) -> list[Evidence]:
     """The evidence, its first sentence that points back at the one before it (`POINTS_BACK`) with that one as
     its `before`: "It leverages clustering …" reads after "We propose POTEC, a two-stage algorithm". One such
     sentence at most, so an answer is at most one sentence longer. Not when the evidence holds the sentence
     before already or that one points back too, nor when the sentence names its paper ("This enables RxnFlow
     to …"), nor for a "how many" question, whose number is the answer."""
-    if HOW_MUCH.match(question.strip()):
+    if question.opens_with_amount:
         return evidence
     held = {(item.number, item.sentence) for item in evidence}
     for place, item in enumerate(evidence):

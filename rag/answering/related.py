@@ -12,27 +12,51 @@ page's "More like this" all come here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from rag.answering.background import is_background
+from rag.answering.refusal import refusal_reason
 from rag.core.config import checked_k
 from rag.core.errors import InputError
 from rag.core.filters import Filters
 from rag.core.markup import plain_text
+from rag.core.text import clean_question
 from rag.core.types import Answer, Kind, Source
-from rag.retrieval.refusal import refusal_reason
-from rag.retrieval.related import Method, RelatedRanker, Subject, checked_text, pasted_abstract, related_question
-from rag.retrieval.understand import Understood
-from rag.retrieval.words import source_sentences
+from rag.retrieval.related import Method, RelatedRanker, Subject, checked_text
+from rag.text.words import source_sentences
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from langchain_core.embeddings import Embeddings
 
-    from rag.answering.kinds import Parts
-    from rag.index.lexical import Bm25Index
+    from rag.answering.tools import Tools
+    from rag.core.config import Settings
+    from rag.index.lexical import Bm25Index, LexicalStore, Revision
     from rag.index.store import PaperIndex
+    from rag.question.question import Question
+    from rag.retrieval.search import Retriever
+
+    # Defined for the type checker only: a Protocol class costs a question's cold start its creation.
+    class Parts(Protocol):
+        """What related papers need of a service (rag.service.RagService has them all)."""
+
+        @property
+        def config(self) -> Settings: ...
+        @property
+        def index(self) -> PaperIndex: ...
+        @property
+        def lexical(self) -> LexicalStore: ...
+        @property
+        def retriever(self) -> Retriever: ...
+        @property
+        def embeddings(self) -> Embeddings: ...
+        @property
+        def chunker(self) -> Any: ...
+        def ensure_index(self) -> None: ...
+        def reading(self) -> AbstractContextManager[Revision | None]: ...
 
 
 @dataclass(frozen=True)
@@ -86,15 +110,15 @@ class Related:
         subject = {key: value for key, value in self.subject.to_payload().items() if key not in ("score", "relevance")}
         return {"subject": subject, "method": self.method, "papers": [paper.to_payload() for paper in self.papers]}
 
-    def answer(self, **stamp) -> Answer:
-        """The related papers as a chat answer (kind "related"); `stamp`: the fields every Answer gets."""
+    def answer(self, question: str) -> Answer:
+        """The related papers as a chat answer (kind "related") to `question`."""
         return Answer(
+            question=question,
             text=self.text,
             sources=self.sources,
             answered_by="related",
             kind=Kind.RELATED,
             count=len(self.papers),
-            **stamp,
         )
 
 
@@ -161,27 +185,29 @@ def unit(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
 
 
-def related_answer(asked: Understood, applied: Filters, parts: Parts, **stamp) -> Answer | None:
+def related_answer(question: Question, tools: Tools) -> Answer:
     """The answer to "Which papers are most similar to X?" (X a paper's name, title or id, or an abstract
-    pasted in); None for any other question. A name no stored paper answers to is refused in one line."""
-    named = related_question(asked.question)
-    if named is None:
-        return None
-    pasted = pasted_abstract(named)
+    pasted in). A name no stored paper answers to is refused in one line."""
+    named, pasted, applied = question.understood.subject, question.understood.pasted, question.filters
     if pasted is not None:
-        return find_related(parts, abstract=pasted, filters=applied).answer(**stamp)
-    parts.ensure_index()
-    with parts.reading() as state:
-        exact = ranker_of(parts).stored(named, parts.lexical.current(state))
-    paper_id = exact.paper_id if exact else ""
+        return tools.related(abstract=pasted, filters=applied).answer(question.asked)
+    paper_id = tools.stored_paper(named)
     if not paper_id:  # a name ("RxnFlow") or a description: the best paper for it, if one passes refusal
-        found = parts.retrieve(named, 3)
-        passing = [source for source in found if refusal_reason([source], parts.config.retrieval) is None]
+        found = tools.search(clean_question(named, tools.settings.answer.max_question_chars), 3, Filters())
+        passing = [source for source in found if refusal_reason([source], tools.settings.retrieval) is None]
         if not passing:
             text = f"No indexed paper is “{named}”, so none can be related to it."
-            return Answer(text=text, sources=found, refused=True, kind=Kind.RELATED, refusal_reason=text, **stamp)
+            return Answer(question.asked, text, found, refused=True, kind=Kind.RELATED, refusal_reason=text)
         paper_id = passing[0].paper_id
-    return find_related(parts, paper_id, filters=applied).answer(**stamp)
+    return tools.related(paper_id, filters=applied).answer(question.asked)
+
+
+def stored_paper(parts: Parts, name: str) -> str | None:
+    """The stored paper a name, title or id names exactly, if one (`Tools.stored_paper`)."""
+    parts.ensure_index()
+    with parts.reading() as state:
+        exact = ranker_of(parts).stored(name, parts.lexical.current(state))
+    return exact.paper_id if exact else None
 
 
 def ranker_of(parts: Parts) -> RelatedRanker:

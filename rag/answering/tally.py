@@ -6,7 +6,7 @@ in all. Exact: no ranking decides what is counted, unless the question names a t
 restricts the papers first, drawn as a list answer draws a topic's papers (rag/answering/lists.py), and
 the answer says so, with the list's line. The answer's `table` holds the counts (all groups, or the top
 of them when there are many), its text the first few; a field the stored papers lack is said in one line,
-not counted as zero. What the question asks is read in rag/retrieval/tally.py.
+not counted as zero. What the question asks is read in rag/question/tally.py.
 """
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ from rag.core.filters import Filters
 from rag.core.tables import Table
 from rag.core.types import Answer, Kind
 from rag.core.wording import counted, papers_of, verb
-from rag.retrieval.tally import Tally, tally_of
-from rag.retrieval.understand import ACCEPTED, Understood, without_kind_words
+from rag.question.tally import Tally
+from rag.question.understand import ACCEPTED
 
 if TYPE_CHECKING:
-    from rag.answering.kinds import Parts
+    from rag.answering.tools import Tools
+    from rag.question.question import Question
 
 # The caller's stored metadata: filters -> {stored key: one value per paper the filters admit}.
 Stored = Callable[[Filters], dict[str, list]]
@@ -33,19 +34,18 @@ TABLE_ROWS = 25  # groups a table holds when the question asks for no top N (an 
 SAID = 3  # groups the text names when the question asks for no top N
 
 
-def tally_answer(asked: Understood, applied: Filters, parts: Parts, **stamp) -> Answer | None:
-    """The counts a counting question asks for, over the papers `applied` admits (and its topic's, if it
-    names one, drawn with the service's search); None for any other question. `stamp`: the fields every
-    Answer gets."""
-    tally = tally_of(asked)
-    if tally is None:
-        return None
-    settings, stored = parts.config, parts.metadata
+def tally_answer(question: Question, tools: Tools) -> Answer:
+    """The counts a counting question asks for, over the papers its filters admit (and its topic's, if it
+    names one, drawn with the search as a list draws them)."""
+    asked, applied = question.understood, question.filters
+    tally = asked.tally
+    assert tally is not None, "a tally question says what it counts (rag/question/tally.py)"
+    settings, stored = tools.settings, tools.metadata
     columns, sources, drawn, line = stored(applied), [], "", ""
-    if tally.topic:
-        topic = without_kind_words(replace(asked, text=tally.topic))
-        rankings = topic_rankings(topic, applied, parts.search, settings)
-        listed = list_answer(topic, applied, rankings, settings, **stamp)
+    if asked.topic is not None:  # the papers on a topic ("… accepted papers on diffusion")
+        topic = asked.topic
+        rankings = topic_rankings(topic, applied, tools.search, settings)
+        listed = list_answer(topic, Kind.TALLY, applied, rankings, settings, question.asked)
         if listed.refused:
             return replace(listed, kind=Kind.TALLY)
         sources, ranked = listed.sources, max(map(len, rankings))
@@ -56,10 +56,11 @@ def tally_answer(asked: Understood, applied: Filters, parts: Parts, **stamp) -> 
         line = f"the topic's papers {listed.line}"
     missing = _missing(tally, applied, columns, stored)
     if missing:
-        return Answer(text=missing, sources=sources, refused=True, refusal_reason=missing, kind=Kind.TALLY, **stamp)
+        return Answer(question.asked, missing, sources, refused=True, refusal_reason=missing, kind=Kind.TALLY)
     order = ranked_groups(tally, columns)
     table = count(tally, order, len(columns["paper_id"]), _what(applied, drawn))
     return Answer(
+        question=question.asked,
         text=_text(tally, table, order),
         sources=sources,
         answered_by="tally",
@@ -67,7 +68,6 @@ def tally_answer(asked: Understood, applied: Filters, parts: Parts, **stamp) -> 
         count=table.counted,
         line=line or None,
         table=table,
-        **stamp,
     )
 
 

@@ -23,9 +23,9 @@ from rag.answering.background import is_background
 from rag.core.markup import plain_text
 from rag.core.text import SEARCH_STOPWORDS
 from rag.core.types import Source
-from rag.retrieval.naming import PROPOSAL
-from rag.retrieval.overview_words import EVALUATION
-from rag.retrieval.words import content_stems, source_sentences
+from rag.question.overview_words import EVALUATION
+from rag.text.naming import PROPOSAL
+from rag.text.words import content_stems, source_sentences
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings

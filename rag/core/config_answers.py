@@ -168,7 +168,7 @@ class AnswerConfig(Section):
 
 
 class QuestionsConfig(Section):
-    """Questions about many papers (rag/retrieval/understand.py, rag/answering/lists.py)."""
+    """Questions about many papers (rag/question/understand.py, rag/answering/lists.py)."""
 
     understand: bool = Field(
         True, description="Read the kind of question (list, count, compare) and filters stated in words."

@@ -36,7 +36,7 @@ SEARCH_STOPWORDS = STOPWORDS | frozenset(
     "able need needs exist exists specific particular certain various".split()
 )
 
-# Evidence scoring and follow-up questions (content_stems in rag/retrieval/words.py) also drop these.
+# Evidence scoring and follow-up questions (content_stems in rag/text/words.py) also drop these.
 # The two additions are kept as each place had them: making them one would change rankings or answers,
 # which needs an evaluation run first (docs/evaluation.md, docs/answers.md).
 EVIDENCE_STOPWORDS = STOPWORDS | frozenset("after doing itself just much same through very were model models".split())

@@ -16,7 +16,6 @@ holding its whole abstract, so the sentences that tie the two can be read from i
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -50,16 +49,6 @@ POOL = 60  # papers each ranking contributes before fusion
 NEIGHBOURS = 80  # chunks each of the given paper's chunks asks Chroma for
 OWN_ABSTRACT_ID = "your-abstract"
 
-# "Which papers are most similar to RxnFlow?", "papers related to <title>", "more papers like X".
-RELATED_QUESTION = re.compile(
-    r"^\W*(?:(?:which|what|find|show|list|give)\s+(?:me\s+)?(?:the\s+)?(?:other\s+)?)?"
-    r"(?:(?:[\w-]+\s+){0,2}?(?:papers?|works?|submissions?|ones)\s+(?:are\s+|is\s+)?(?:the\s+)?"
-    r"(?:most\s+|more\s+|closely\s+)?(?:similar|related|closest|close)\s+(?:to|with)"
-    r"|(?:more\s+)?(?:papers?|works?)\s+like)\s+(?P<subject>.+?)[\s?.!]*$",
-    re.IGNORECASE | re.DOTALL,
-)
-MY_ABSTRACT = re.compile(r"^(?:my|this|the\s+following)\s+abstract\s*[:,-]?\s*", re.IGNORECASE)
-ABSTRACT_WORDS = 30  # a subject this long is an abstract pasted in, not a paper's name
 MAX_ABSTRACT_CHARS = 20_000  # an abstract is a few thousand characters; longer is not one
 
 
@@ -98,18 +87,6 @@ def checked_text(text: str, what: str) -> str:
     if len(text or "") > MAX_ABSTRACT_CHARS:
         raise InputError(f"{what} is {len(text):,} characters long; the limit is {MAX_ABSTRACT_CHARS:,}")
     return clean_question(text, MAX_ABSTRACT_CHARS, what)
-
-
-def related_question(question: str) -> str | None:
-    """What a "papers similar to X" question names as X, or None for any other question."""
-    match = RELATED_QUESTION.match(question.strip())
-    return match["subject"].strip(" \"'“”") if match else None
-
-
-def pasted_abstract(subject: str) -> str | None:
-    """The abstract a question pastes in ("related to my abstract: …", or a long text), else None."""
-    rest = MY_ABSTRACT.sub("", subject, count=1)
-    return rest if rest != subject or len(subject.split()) >= ABSTRACT_WORDS else None
 
 
 class RelatedRanker:

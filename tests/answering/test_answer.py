@@ -14,7 +14,7 @@ from rag.core.filters import Filters
 from rag.core.types import Source
 from rag.index.embeddings import CachedEmbeddings
 from rag.ingest.papers import load_papers
-from rag.retrieval.focus import Turn
+from rag.question.focus import Turn
 
 PAPERS = {paper.paper_id: paper for paper in load_papers([SEED_FILE])}
 

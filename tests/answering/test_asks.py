@@ -10,11 +10,13 @@ import pytest
 
 from rag.answering.acceptance import key_tokens, left_out, news, set_aside, shortfall
 from rag.answering.ask_ranker import FEATURES, RANKER_FILE, AskRanker
-from rag.answering.asks import AskKind, ask_kind, split_asks
+from rag.answering.asks import held_by
 from rag.answering.evidence import Evidence, EvidencePicker
 from rag.core.config import AnswerConfig, RetrievalConfig
 from rag.core.markers import split_sentences
 from rag.core.types import SentenceCheck, Source
+from rag.question.asks import AskKind, ask_kind, split_asks
+from rag.question.question import lookup
 
 
 @pytest.mark.parametrize(
@@ -74,12 +76,12 @@ def test_each_ask_wants_a_kind_of_answer(ask, kind):
 
 def test_a_sentence_holds_an_ask_of_its_kind_or_lacks_it():
     number, data, how = (split_asks(q)[0] for q in ("How many tasks?", "Which datasets are used?", "How does it work?"))
-    assert number.held_by("It covers nearly 30,000 different tasks.", False) == 1
-    assert number.held_by("It covers many different tasks.", False) == -1
-    assert data.held_by("We evaluate on GEOM-DRUGS and QM9-2014.", False) == 1
-    assert how.held_by("We formulate a convex problem and solve it via the water-filling method.", False) == 1
+    assert held_by(number, "It covers nearly 30,000 different tasks.", False) == 1
+    assert held_by(number, "It covers many different tasks.", False) == -1
+    assert held_by(data, "We evaluate on GEOM-DRUGS and QM9-2014.", False) == 1
+    assert held_by(how, "We formulate a convex problem and solve it via the water-filling method.", False) == 1
     assert (
-        how.held_by("We propose SSD, which works by post-processing outputs.", True, True) == -1
+        held_by(how, "We propose SSD, which works by post-processing outputs.", True, True) == -1
     )  # not 'we propose X'
 
 
@@ -138,8 +140,8 @@ def test_a_how_many_answer_adds_no_sentence_without_a_number(seeded):
 
 def test_a_how_question_is_not_answered_by_how_the_method_was_evaluated():
     how = split_asks("How is the model aligned with radiologists?")[0]
-    assert how.held_by("We demonstrate the effectiveness of our method on two diagnosis applications.", False) == -1
-    assert how.held_by("Specifically, we first employ counterfactual generation to find the causal chain.", False) == 1
+    assert held_by(how, "We demonstrate the effectiveness of our method on two diagnosis applications.", False) == -1
+    assert held_by(how, "Specifically, we first employ counterfactual generation to find the causal chain.", False) == 1
 
 
 def test_a_model_answer_to_two_asks_must_say_what_each_ask_asks_for():
@@ -151,10 +153,10 @@ def test_a_model_answer_to_two_asks_must_say_what_each_ask_asks_for():
         Evidence(1, "It holds 30,000 tasks.", 0.9),
     ]
     question = "Which environment is XLand-100B built on, and how many tasks does it hold?"
-    assert key_tokens(question, evidence, [source]) == ["XLand-MiniGrid", "30,000"]
+    assert key_tokens(lookup(question), evidence, [source]) == ["XLand-MiniGrid", "30,000"]
     half = [SentenceCheck("XLand-100B is based on XLand-MiniGrid", (1,), True, 0.9)]
     assert "left out 30,000" in (
-        set_aside(half, key_tokens(question, evidence, [source]), news(question, evidence), 0.5) or ""
+        set_aside(half, key_tokens(lookup(question), evidence, [source]), news(lookup(question), evidence), 0.5) or ""
     )
 
 
@@ -163,10 +165,12 @@ def test_a_number_one_ask_asks_for_may_stand_in_the_other_ask_s_sentence():
     evidence = [Evidence(1, both, 1.0), Evidence(1, "RxnFlow can add newly discovered building blocks.", 0.9)]
     source = Source.from_text("x", "RxnFlow", f"{both} {evidence[1].sentence}", 0.9)
     question = "How many reaction templates does RxnFlow use, and how many building blocks?"
-    assert key_tokens(question, evidence, [source]) == ["71", "1.2"]
+    assert key_tokens(lookup(question), evidence, [source]) == ["71", "1.2"]
     templates_only = [SentenceCheck("RxnFlow uses 71 reaction templates", (1,), True, 0.9)]
-    assert left_out(question, evidence, [source], templates_only) == evidence[:1]  # the sentence that gives 1.2 follows
-    lacking = shortfall(templates_only, key_tokens(question, evidence, [source]), set(), 0.5)
+    assert (
+        left_out(lookup(question), evidence, [source], templates_only) == evidence[:1]
+    )  # the sentence that gives 1.2 follows
+    lacking = shortfall(templates_only, key_tokens(lookup(question), evidence, [source]), set(), 0.5)
     assert lacking and lacking.words == "the model's answer left out the number asked for (1.2)"
     # what is left out is named for what it is: a name under a "how many" question is not a number
     lacking = shortfall(templates_only, ["1.2", "1.3"], set(), 0.5)
@@ -185,15 +189,15 @@ def test_what_follows_a_model_answer_that_misses_an_ask_is_that_asks_sentence():
     ]
     question = "Which environment is XLand-100B built on, and how many tasks does it hold?"
     first_only = [SentenceCheck("XLand-100B is based on XLand-MiniGrid", (1,), True, 0.9)]
-    assert left_out(question, evidence, [source], first_only) == evidence[1:]
+    assert left_out(lookup(question), evidence, [source], first_only) == evidence[1:]
     second_only = [SentenceCheck("XLand-100B holds 30,000 tasks", (1,), True, 0.9)]
-    assert left_out(question, evidence, [source], second_only) == evidence[:1]
-    assert left_out("What is XLand-100B?", evidence[:1], [source], []) == evidence[:1]
+    assert left_out(lookup(question), evidence, [source], second_only) == evidence[:1]
+    assert left_out(lookup("What is XLand-100B?"), evidence[:1], [source], []) == evidence[:1]
     # nothing the model wrote was shown: every ask's sentence follows, also one without a name or number to
     # look for (it was left out: "Why does R3D2 recast Hanabi as text …" got only the second ask's sentence)
     why = "Why is XLand-100B built on XLand-MiniGrid, and how many tasks does it hold?"
     plain = [Evidence(1, "We reuse the grid, as grids are cheap.", 1.0), evidence[1]]
-    assert left_out(why, plain, [source], []) == plain
+    assert left_out(lookup(why), plain, [source], []) == plain
 
 
 def test_the_shipped_ask_ranker_loads_small_and_scores_a_sentence_for_an_ask(embeddings):
@@ -211,7 +215,7 @@ def test_the_shipped_ask_ranker_loads_small_and_scores_a_sentence_for_an_ask(emb
     question = "Which environment is XLand-100B built on, and how many tasks does it hold?"
     for scorer in ("weights", "learned"):
         picker = EvidencePicker(embeddings, AnswerConfig(ask_scorer=scorer), RetrievalConfig(min_evidence=0))
-        assert [e.sentence for e in picker.pick(question, [source])] == [
+        assert [e.sentence for e in picker.pick(lookup(question), [source])] == [
             "We present XLand-100B, based on XLand-MiniGrid.",
             "It holds 30,000 tasks.",
         ]

@@ -21,9 +21,11 @@ from rag.answering.quoting import (
 from rag.core.config import AnswerConfig, RetrievalConfig
 from rag.core.markers import split_sentences
 from rag.core.types import SentenceCheck, Source
-from rag.retrieval.focus import Turn
-from rag.retrieval.naming import named_by, paper_name
-from rag.retrieval.words import acronyms, spelled_out
+from rag.question.focus import Turn
+from rag.question.followup import Standalone
+from rag.question.question import lookup, read
+from rag.text.naming import named_by, paper_name
+from rag.text.words import acronyms, spelled_out
 
 RXNFLOW = Source.from_text(
     "p1",
@@ -129,11 +131,11 @@ def test_the_extractive_answer_names_the_paper_once_and_cites_each_sentence():
 
 def test_key_tokens_are_the_numbers_or_names_the_question_asks_for():
     evidence = [Evidence(1, "We use 1.2 million building blocks and 71 reaction templates.", 1.0)]
-    assert key_tokens("How many reaction templates does RxnFlow use?", evidence, [RXNFLOW]) == ["71"]
-    assert key_tokens("How large is RxnFlow's action space?", evidence, [RXNFLOW]) == ["1.2", "71"]
+    assert key_tokens(lookup("How many reaction templates does RxnFlow use?"), evidence, [RXNFLOW]) == ["71"]
+    assert key_tokens(lookup("How large is RxnFlow's action space?"), evidence, [RXNFLOW]) == ["1.2", "71"]
     hanabi = [Evidence(1, "We propose R3D2, a generalist agent that plays with any number of players.", 1.0)]
-    assert key_tokens("Which agent plays Hanabi with any number of players?", hanabi, [SEEDLIKE]) == ["R3D2"]
-    assert key_tokens("Which agent is R3D2?", hanabi, [SEEDLIKE]) == []
+    assert key_tokens(lookup("Which agent plays Hanabi with any number of players?"), hanabi, [SEEDLIKE]) == ["R3D2"]
+    assert key_tokens(lookup("Which agent is R3D2?"), hanabi, [SEEDLIKE]) == []
 
 
 def test_a_number_or_name_the_cited_source_lacks_is_ungrounded():
@@ -198,14 +200,14 @@ QUESTION = "Which reaction templates does RxnFlow use?"
     ],
 )
 def test_a_model_answer_is_set_aside_when_unsupported_or_missing_the_key_fact(checks, key, reason):
-    found = set_aside(checks, key, news(QUESTION, BEST), keep=0.5)
+    found = set_aside(checks, key, news(lookup(QUESTION), BEST), keep=0.5)
     assert (found is None) if reason is None else (reason in found)
 
 
 def test_the_news_are_the_best_sentence_words_the_question_lacks():
-    assert news(QUESTION, BEST) == {"millio", "buildi", "blocks"}
-    assert news(QUESTION, []) == set()
-    assert news("How many reaction templates does RxnFlow use?", BEST) == set()  # the number is the answer
+    assert news(lookup(QUESTION), BEST) == {"millio", "buildi", "blocks"}
+    assert news(lookup(QUESTION), []) == set()
+    assert news(lookup("How many reaction templates does RxnFlow use?"), BEST) == set()  # the number is the answer
 
 
 @pytest.mark.parametrize(
@@ -236,7 +238,7 @@ def test_another_papers_sentence_joins_only_when_it_scores_almost_as_well(embedd
     def papers(question: str, other_margin: float, rank_penalty: float = 0.2) -> set[int]:
         config = AnswerConfig(other_paper_margin=other_margin, rank_penalty=rank_penalty)
         picker = EvidencePicker(embeddings, config, RetrievalConfig(min_evidence=0))
-        return {item.number for item in picker.pick(question, [RXNFLOW, other])}
+        return {item.number for item in picker.pick(lookup(question), [RXNFLOW, other])}
 
     assert papers(question, 0.0) == {1}
     assert papers(question, 1.0) == {1, 2}
@@ -317,7 +319,7 @@ def test_a_paper_the_question_names_is_not_ranked_down(embeddings):
     picker = EvidencePicker(embeddings, AnswerConfig(), RetrievalConfig(min_evidence=0))
 
     def ranks(question: str) -> dict[int, int]:
-        return {c.number: c.rank for c in picker.candidates(question, [rotation, epsilon])}
+        return {c.number: c.rank for c in picker.candidates(lookup(question), [rotation, epsilon])}
 
     assert ranks("How does ε-VAE decode an image?") == {1: 0, 2: 0}
     assert ranks("How is an image decoded from latents?") == {1: 0, 2: 1}
@@ -348,11 +350,11 @@ def test_a_sentence_is_said_when_a_sentence_of_the_text_holds_nearly_all_its_wor
 def test_a_follow_up_s_evidence_leads_with_its_best_sentence_and_adds_none_the_last_answer_said(embeddings):
     picker = EvidencePicker(embeddings, AnswerConfig(evidence_margin=1.0), RetrievalConfig(min_evidence=0))
     question = "What does RxnFlow use to build molecules?"
-    alone = [item.sentence for item in picker.pick(question, [RXNFLOW])]
+    alone = [item.sentence for item in picker.pick(lookup(question), [RXNFLOW])]
     assert len(alone) > 1
     # What the last answer quoted joins no more; the best sentence answers, said before or not.
     said = f"RxnFlow: {alone[1]} [1]. RxnFlow: {alone[0]} [1]."
-    after = [item.sentence for item in picker.pick(question, [RXNFLOW], said=said)]
+    after = [item.sentence for item in picker.pick(read(Standalone(question, said=said)), [RXNFLOW])]
     assert after[0] == alone[0] and alone[1] not in after and after[1:] == alone[2:]
 
 
@@ -370,7 +372,7 @@ LEVERAGES = "It leverages clustering in the action space."
 def test_a_sentence_that_points_back_is_quoted_after_the_sentence_before_it():
     question = "How does POTEC handle large action spaces?"
     evidence = [Evidence(1, LEVERAGES, 1.0), Evidence(1, "Experiments show large gains.", 0.9)]
-    read = with_sentence_before(question, evidence, [POTEC])
+    read = with_sentence_before(lookup(question), evidence, [POTEC])
     assert read[0].before == "To overcome these issues, we propose POTEC, a two-stage algorithm."
     assert read[1] == evidence[1]
     assert extractive_answer(question, read, [POTEC]) == (
@@ -383,16 +385,16 @@ def test_a_sentence_that_points_back_is_quoted_after_the_sentence_before_it():
 
 def test_only_one_sentence_before_is_added_and_only_where_it_is_needed():
     both = [Evidence(1, "This makes it fast.", 1.0), Evidence(1, LEVERAGES, 0.9)]
-    read = with_sentence_before("How does POTEC work?", both, [POTEC])
+    read = with_sentence_before(lookup("How does POTEC work?"), both, [POTEC])
     assert read[0].before == ""  # the sentence "This" points back at is in the answer already
     assert read[1].before.startswith("To overcome these issues")
     two = [Evidence(1, LEVERAGES, 1.0), Evidence(1, "They hold on every benchmark.", 0.9)]
-    read = with_sentence_before("How does POTEC work?", two, [POTEC])
+    read = with_sentence_before(lookup("How does POTEC work?"), two, [POTEC])
     assert read[0].before and not read[1].before  # one sentence before at most: the answer grows by one
     fast = [Evidence(1, "This makes it fast.", 1.0)]
-    assert with_sentence_before("How fast is POTEC?", fast, [POTEC]) == fast  # "It leverages …" points back too
+    assert with_sentence_before(lookup("How fast is POTEC?"), fast, [POTEC]) == fast  # "It leverages …" points back too
     # a "how many" answer is its number; "This paper …" and "It is known that …" point nowhere
-    assert with_sentence_before("How many stages does POTEC have?", both[:1], [POTEC]) == both[:1]
+    assert with_sentence_before(lookup("How many stages does POTEC have?"), both[:1], [POTEC]) == both[:1]
     assert not POINTS_BACK.match("This paper proposes POTEC.") and not POINTS_BACK.match("It is known that X.")
     assert POINTS_BACK.match("These results show gains.") and POINTS_BACK.match("Its policy is fast.")
 
@@ -430,7 +432,9 @@ def test_what_the_authors_do_or_find_before_their_proposal_sentence_is_not_backg
         0.5,
     )
     picker = EvidencePicker(embeddings, AnswerConfig(), RetrievalConfig(min_evidence=0))
-    background = {c.sentence.split()[0]: c.background for c in picker.candidates("How is the data made?", [source])}
+    background = {
+        c.sentence.split()[0]: c.background for c in picker.candidates(lookup("How is the data made?"), [source])
+    }
     assert background == {"Code": True, "We": True, "To": False, "Additionally,": False}
     # the authors' own finding, before their proposal, is not background either
     lattices = Source.from_text(
@@ -440,7 +444,7 @@ def test_what_the_authors_do_or_find_before_their_proposal_sentence_is_not_backg
         "objective learns a formal context. We propose a framework for lattice construction.",
         0.5,
     )
-    background = {c.sentence: c.background for c in picker.candidates("What is learned?", [lattices])}
+    background = {c.sentence: c.background for c in picker.candidates(lookup("What is learned?"), [lattices])}
     assert [background[sentence] for sentence in split_sentences(lattices.text)] == [True, True, False, False]
     # what the paper studies is its topic, not a finding: it restates the question and stays background
     traces = Source.from_text(
@@ -450,7 +454,7 @@ def test_what_the_authors_do_or_find_before_their_proposal_sentence_is_not_backg
         "without overlap. We propose two algorithms that use eligibility traces to bound the value.",
         0.5,
     )
-    background = {c.sentence: c.background for c in picker.candidates("Can the value be bounded?", [traces])}
+    background = {c.sentence: c.background for c in picker.candidates(lookup("Can the value be bounded?"), [traces])}
     assert [background[sentence] for sentence in split_sentences(traces.text)] == [True, True, False]
 
 
@@ -478,11 +482,11 @@ def test_a_how_question_gets_a_sentence_that_says_how(embeddings):
     photonic chips"); the one that says how (the Stein estimator, zeroth-order optimization) scored too far below."""
     picker = EvidencePicker(embeddings, AnswerConfig(), RetrievalConfig(min_evidence=0))
     question = "How can physics-informed neural networks be trained on photonic chips without backpropagation?"
-    picked = [item.sentence for item in picker.pick(question, [PINN])]
+    picked = [item.sentence for item in picker.pick(lookup(question), [PINN])]
     assert any("Stein derivative estimator" in sentence for sentence in picked)
     assert len(picked) <= AnswerConfig().evidence_sentences
     # a question that asks no "how" gets no such sentence
-    asked = [item.sentence for item in picker.pick("Which chips can train physics-informed networks?", [PINN])]
+    asked = [item.sentence for item in picker.pick(lookup("Which chips can train physics-informed networks?"), [PINN])]
     assert not any("Stein" in sentence for sentence in asked)
 
 
@@ -502,7 +506,7 @@ def test_a_later_step_of_a_method_told_stage_by_stage_is_quoted_after_the_steps_
     """ "How does Diff-Prompt produce prompts?" was answered by its third stage alone: the Mask-VAE and the
     Diffusion Transformer, asked for, are the first two."""
     picker = EvidencePicker(embeddings, AnswerConfig(), RetrievalConfig(min_evidence=0))
-    picked = [item.sentence for item in picker.pick("How does Diff-Prompt produce its prompts?", [DIFF_PROMPT])]
+    picked = [item.sentence for item in picker.pick(lookup("How does Diff-Prompt produce its prompts?"), [DIFF_PROMPT])]
     assert picked[:2] == [
         "In the first stage, we train a Mask-VAE to compress the masks into latent space.",
         "In the second stage, we leverage an improved Diffusion Transformer (DiT) to train a prompt generator.",
@@ -527,10 +531,10 @@ def test_a_model_must_keep_the_news_of_the_sentence_a_quote_points_back_at():
     """The bundled model answered "It leverages clustering … via policy-gradient estimators" and kept half of that
     sentence's news, but not "two-stage", which the sentence it points back at says; the answer stood."""
     item = Evidence(1, LEVERAGES, 1.0, before="To overcome these issues, we propose POTEC, a two-stage algorithm.")
-    told = news("How does POTEC handle large action spaces?", [item])
+    told = news(lookup("How does POTEC handle large action spaces?"), [item])
     assert {"two-st", "algori", "levera", "cluste"} <= told
     restated = "POTEC handles large action spaces [1]. It leverages clustering in the action space [1]."
     checks = [SentenceCheck(text, (1,), True, 0.9) for text in split_sentences(restated)]
     assert set_aside(checks, [], told, 0.5)
-    alone = news("How does POTEC handle large action spaces?", [replace(item, before="")])
+    alone = news(lookup("How does POTEC handle large action spaces?"), [replace(item, before="")])
     assert not set_aside(checks, [], alone, 0.5)  # on the quoted sentence's news alone, it stood

@@ -379,7 +379,7 @@ def test_a_model_answer_that_says_the_evidence_without_the_paper_s_name_is_not_f
     seeded, embeddings, key
 ):
     from rag.answering.evidence import repeats
-    from rag.retrieval.focus import Turn
+    from rag.question.focus import Turn
 
     first = seeded.answer("Which agent plays Hanabi with unfamiliar partners?")  # names R3D2
     question = "How did they reformulate the task to improve transfer?"  # R3D2 is the name it must keep

@@ -4,6 +4,7 @@ source supports, renumbered to the full source list. Real seed index, real embed
 from __future__ import annotations
 
 from rag.answering.streaming import SentenceStream, shown_text
+from rag.question.question import lookup
 
 QUESTION = "How many reaction templates does RxnFlow use?"
 
@@ -11,7 +12,7 @@ QUESTION = "How many reaction templates does RxnFlow use?"
 def fed(seeded, text: str, size: int = 3) -> tuple[list[list[str]], list[str], SentenceStream]:
     """What each piece of `text` (cut every `size` characters) let out, what the end let out, and the stream."""
     sources = seeded.retrieve(QUESTION)
-    stream = SentenceStream(seeded.checker, sources, seeded.picker.pick(QUESTION, sources))
+    stream = SentenceStream(seeded.checker, sources, seeded.picker.pick(lookup(QUESTION), sources))
     out = [[shown_text(check) for check in stream.feed(text[i : i + size])] for i in range(0, len(text), size)]
     return out, [shown_text(check) for check in stream.finish()], stream
 
@@ -37,7 +38,7 @@ def test_unsupported_repeated_and_unfinished_sentences_never_come_out(seeded):
 
 def test_markers_are_renumbered_to_the_full_source_list(seeded):
     sources = seeded.retrieve(QUESTION)
-    evidence = seeded.picker.pick(QUESTION, sources)
+    evidence = seeded.picker.pick(lookup(QUESTION), sources)
     stream = SentenceStream(seeded.checker, sources, evidence)
     [check] = stream.feed("RxnFlow uses 71 reaction templates [1].") + stream.finish()
     assert check.cited == (evidence[0].number,) and check.supported

@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 from conftest import SEED_TEXT
 
-from rag.retrieval.understand import ACCEPTED
+from rag.question.understand import ACCEPTED
 
 
 def stored(service) -> list[dict]:

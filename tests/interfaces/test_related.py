@@ -123,7 +123,7 @@ def test_an_abstract_pasted_into_a_question_is_the_paper_others_are_related_to(s
 
 
 def test_no_question_of_the_other_sets_is_taken_for_one_asking_for_papers_like_a_paper():
-    from rag.retrieval.related import related_question
+    from rag.question.related import related_question
 
     asked = [
         question

@@ -7,7 +7,7 @@ import pytest
 
 from rag.core.errors import InputError
 from rag.core.types import Match, Source
-from rag.retrieval.focus import FocusMemory, Turn, as_turns, asks_anew, held_to_focus, narrowed, refers_back
+from rag.question.focus import FocusMemory, Turn, as_turns, asks_anew, held_to_focus, narrowed, refers_back
 
 
 def paper(paper_id: str, text: str) -> Source:

@@ -4,7 +4,7 @@ topic's papers grouped into themes, rag/answering/overview.py), not one paper's 
 
 `OVERVIEW` finds the lead-in, `overview_topic` cuts it from the ranking text, leaving the topic; and
 `asks_about_evaluation` tells a question about how a field evaluates (its themes then group the papers'
-evaluation sentences rather than their proposals). Rules, tested in tests/retrieval/test_overview_words.py.
+evaluation sentences rather than their proposals). Rules, tested in tests/question/test_overview_words.py.
 """
 
 from __future__ import annotations

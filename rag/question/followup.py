@@ -35,7 +35,7 @@ class Standalone:
 
     question: str
     model_failure: str | None = None
-    # The papers in focus it is answered from (rag/retrieval/focus.py); empty when it searches anew.
+    # The papers in focus it is answered from (rag/question/focus.py); empty when it searches anew.
     focus: tuple[str, ...] = ()
     # The last answer, for a follow-up that leans on it (held to its papers or rewritten with it): what
     # was said already, which the follow-up's evidence does not quote again while another sentence answers.
@@ -72,7 +72,7 @@ def checked_standalone(
     `clean(text, what)`, and a refusal names the one refused: a question of the history, its answer, or
     the rewritten follow-up (a question that is not a follow-up was cleaned already).
 
-    `focused` is the follow-up held to the papers in focus (rag/retrieval/focus.py), or None when it
+    `focused` is the follow-up held to the papers in focus (rag/question/focus.py), or None when it
     asks anew; it is called once the history is checked."""
     for number, (asked, replied) in enumerate(history, start=1):
         clean(asked, f"question {number} of the history")

@@ -13,7 +13,7 @@ from rag.answering.lists import best_sentence, names, on_topic
 from rag.core.config import load_config
 from rag.core.filters import Filters
 from rag.core.types import Match, Passage, Source
-from rag.retrieval.understand import alternatives, understand, without_kind_words
+from rag.question.understand import alternatives, understand
 from rag.service import RagService
 
 ACCEPTED = ("Oral", "Spotlight", "Poster")
@@ -50,7 +50,7 @@ def test_the_kind_and_the_filters_stated_in_words_are_read(question, kind, filte
     understood = understand(question)
     assert (understood.kind, understood.filters) == (kind, filters)
     if topic:
-        assert without_kind_words(understood).text == topic
+        assert understood.topic.text == topic
 
 
 @pytest.mark.parametrize(
@@ -86,7 +86,7 @@ def test_a_topic_splits_into_alternatives_only_when_each_is_a_short_name(topic, 
     ],
 )
 def test_what_a_list_leaves_out_is_read_apart_from_its_topic(question, topic, left_out):
-    read = without_kind_words(understand(question))
+    read = understand(question).topic
     assert (read.text, read.left_out) == (topic, left_out)
 
 

@@ -3,12 +3,11 @@ the question names one of the papers or its distinctive words stand in one (an e
 
 from __future__ import annotations
 
-import re
-
 from rag.core.config import RetrievalConfig
 from rag.core.types import Source
 from rag.facts import contains_fact
-from rag.retrieval.naming import named_by
+from rag.question.question import Question
+from rag.text.naming import named_by
 
 
 def evidence_score(source: Source) -> float:
@@ -36,27 +35,20 @@ def refusal_reason(sources: list[Source], config: RetrievalConfig) -> str | None
     return None
 
 
-def refusal(question: str, sources: list[Source], config: RetrievalConfig) -> str | None:
+def refusal(question: Question, sources: list[Source], config: RetrievalConfig) -> str | None:
     """Why the sources can't answer the question, or None: the passage-level rule, unless the question
     names one of the papers or its distinctive words stand in one (then its sentences decide)."""
     reason = refusal_reason(sources, config)
-    if reason and (any(named_by(question, source) for source in sources) or stands_in(question, sources)):
+    if reason and (any(named_by(question.text, source) for source in sources) or stands_in(question, sources)):
         return None  # a paper named, or an exact look-up of a paper's words: its sentences decide
     return reason
 
 
-# A number a question may look up ("26%", "20.9%", "1.2 million", "50,000"): with a decimal point, a
-# percent sign, a thousands separator or a scale word, or three digits or more; not "2" or "3D".
-LOOKED_UP_NUMBER = re.compile(
-    r"(?<![\w.])(?:\d+\.\d+|\d{1,3}(?:,\d{3})+|\d{3,}|\d+(?=\s?%|\s(?:million|billion|thousand)\b))"
-    r"(?:\s?%|\s(?:million|billion|thousand)\b)?",
-    re.IGNORECASE,
-)
 # The share of the question's weighted words a paper holding its number must also hold.
 NUMBER_COVERAGE = 0.4
 
 
-def stands_in(question: str, sources: list[Source]) -> Source | None:
+def stands_in(question: Question, sources: list[Source]) -> Source | None:
     """The one source a question's distinctive words stand in, verbatim, or None: an exact look-up
     (a dataset's name, a coined term, the context of a reported number) of a paper retrieval found.
 
@@ -66,7 +58,7 @@ def stands_in(question: str, sources: list[Source]) -> Source | None:
     whole = [source for source in sources if source.match.coverage >= 0.999]
     if len(whole) == 1:
         return whole[0]
-    for number in LOOKED_UP_NUMBER.findall(question):
+    for number in question.numbers:
         holding = [source for source in sources if contains_fact(f"{source.title} {source.text}", number)]
         if len(holding) == 1 and holding[0].match.coverage >= NUMBER_COVERAGE:
             return holding[0]

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field, replace
 
 from rag.core.filters import Filters
 from rag.core.types import Kind
-from rag.retrieval.overview_words import asks_for_overview, overview_topic
+from rag.question.overview_words import asks_about_evaluation, asks_for_overview, overview_topic
+from rag.question.related import pasted_abstract, related_question
+from rag.question.tally import COUNT, SEVERAL, Tally, tally_of
 
 PAPERS = r"(?:papers?|works?|submissions?|articles?|ones)"
 ACCEPTED = ("Oral", "Spotlight", "Poster")
@@ -93,10 +95,6 @@ WITH_CODE = re.compile(
     r"(?:\s+(?:available|released|online))?",
     re.IGNORECASE,
 )
-# "How many papers / accepted RL papers / orals ...", not "how many templates does RxnFlow use" (a lookup).
-PLURAL = r"(?:papers|works(?!\s+(?:best|better|well|worse))|submissions|articles|ones|orals|spotlights|posters)"
-SEVERAL = rf"(?:[\w-]+\s+){{0,4}}?{PLURAL}\b"
-COUNT = re.compile(rf"^\W*(?:how\s+many|(?:what\s+is\s+)?the\s+number\s+of|count\s+(?:the\s+)?)\s+{SEVERAL}", re.I)
 LIST = re.compile(
     rf"^\W*(?:(?:which|what)\s+{SEVERAL}|{SEVERAL}\s+(?=about|on|that|which|with|by)"
     rf"|(?:please\s+)?(?:show|list|find|give|name)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?{SEVERAL}"
@@ -122,6 +120,16 @@ ALTERNATIVE = re.compile(r"^(?!.*\b(?:in|for|of|as|to|with|from|on|by|via|using|
 
 
 @dataclass(frozen=True)
+class Topic:
+    """What a question about many papers is about: the words a list ranks on, and what it leaves out."""
+
+    text: str
+    left_out: str = ""  # what "… excluding LLMs" leaves out (papers whose title names it)
+    alternatives: tuple[str, ...] = ()  # "flow matching or rectified flow": each ranked on its own
+    about_evaluation: bool = False  # an overview of how a field evaluates (themes group how papers evaluate)
+
+
+@dataclass(frozen=True)
 class Understood:
     """A question as retrieval takes it: the text to rank on, the filters stated, the kind."""
 
@@ -130,7 +138,10 @@ class Understood:
     kind: Kind = Kind.LOOKUP
     filters: Filters = field(default_factory=Filters)  # stated in words; explicit filters win over these
     compared: tuple[str, ...] = ()  # for compare: the two things named
-    left_out: str = ""  # for list and count: what "… excluding LLMs" leaves out (papers whose title names it)
+    topic: Topic | None = None  # for list, count, overview, and a tally of a topic's papers: what they are about
+    subject: str = ""  # for related: the paper named (its name, title or id), or the abstract pasted in
+    pasted: str | None = None  # for related: the abstract pasted in ("related to my abstract: …"), if any
+    tally: Tally | None = None  # for tally: the field grouped by, how many groups, the topic
 
     def applied(self, explicit: Filters, dropped: frozenset[str] = frozenset()) -> Filters:
         """The filters a search uses: each field given explicitly, else the one understood (unless dropped)."""
@@ -179,7 +190,21 @@ def understand(question: str, known_author: Callable[[str], bool] = lambda name:
     filters = Filters.of(status=statuses, primary_area=areas, author=author, has_code=has_code)
     text = _cut(question, cuts)
     kind, compared = _kind(question, text)
-    return Understood(question=question, text=text or question, kind=kind, filters=filters, compared=compared)
+    understood = Understood(question=question, text=text or question, kind=kind, filters=filters, compared=compared)
+    return _narrower(understood)
+
+
+def _narrower(understood: Understood) -> Understood:
+    """The narrower kinds win: "Which papers are most similar to X?" also reads as a list, and "how many
+    papers were withdrawn?" as a count of a topic's papers."""
+    if (subject := related_question(understood.question)) is not None:
+        return replace(understood, kind=Kind.RELATED, subject=subject, pasted=pasted_abstract(subject))
+    if (tally := tally_of(understood)) is not None:
+        topic = topic_of(understood, tally.topic) if tally.topic else None
+        return replace(understood, kind=Kind.TALLY, tally=tally, topic=topic)
+    if understood.kind in (Kind.LIST, Kind.COUNT, Kind.OVERVIEW):
+        return replace(understood, topic=topic_of(understood))
+    return understood
 
 
 def _statuses(words: str) -> list[str]:
@@ -246,10 +271,12 @@ GENERIC_VERBS = re.compile(
 )
 
 
-def without_kind_words(understood: Understood) -> Understood:
-    """The ranking text without "how many papers" / "show me" lead-ins, which match every abstract,
-    and without what it leaves out ("…, excluding LLMs" goes to `left_out`)."""
-    text, left_out = understood.text, ""
+def topic_of(understood: Understood, text: str = "") -> Topic:
+    """The topic of a question about many papers: its text (or `text`, a tally's topic) without "how many
+    papers" / "show me" lead-ins, which match every abstract, and without what it leaves out ("…, excluding
+    LLMs" goes to `left_out`)."""
+    text = text or understood.text
+    whole, left_out = text, ""
     left = LEFT_OUT.search(text)
     if left:
         text, left_out = text[: left.start()] + text[left.end() :], left.group("left").strip()
@@ -258,4 +285,6 @@ def without_kind_words(understood: Understood) -> Understood:
     text = re.sub(rf"^\W*(?:{PAPERS}\s+)?(?:are\s+|were\s+|is\s+)?(?:about|on|that|which)?\s*", "", text)
     # Verbs that say only "is about": "deal with over-smoothing" ranks as "over-smoothing".
     text = re.sub(GENERIC_VERBS, "", text)
-    return replace(understood, text=text.strip(" ?.!") or understood.text, left_out=left_out)
+    topic = text.strip(" ?.!") or whole
+    evaluation = understood.kind == Kind.OVERVIEW and asks_about_evaluation(understood.question)
+    return Topic(topic, left_out, tuple(alternatives(topic)), evaluation)

@@ -12,7 +12,7 @@ import unicodedata
 
 from rag.core.markup import plain_text
 from rag.core.types import Source
-from rag.retrieval.words import GENERIC, MARKUP, NAME, acronyms, content_stems, source_sentences
+from rag.text.words import GENERIC, MARKUP, NAME, acronyms, content_stems, source_sentences
 
 # What an abstract says when it comes to what it proposes: 'We introduce …', 'this paper presents …'.
 PROPOSAL = re.compile(

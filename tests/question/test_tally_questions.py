@@ -1,4 +1,4 @@
-"""Which questions count the stored metadata (rag/retrieval/tally.py): the field grouped by, the top N,
+"""Which questions count the stored metadata (rag/question/tally.py): the field grouped by, the top N,
 the topic; and that no other question is taken for one."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 
 from rag.core.config import PROJECT_ROOT
 from rag.core.filters import Filters
-from rag.retrieval.tally import Tally, tally_of
-from rag.retrieval.understand import ACCEPTED, understand
+from rag.question.tally import Tally, tally_of
+from rag.question.understand import ACCEPTED, understand
 
 EVAL = PROJECT_ROOT / "tests" / "eval"
 

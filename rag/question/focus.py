@@ -20,7 +20,7 @@ from rag.core.errors import InputError, ModelError
 from rag.core.filters import Filters
 from rag.core.text import EVIDENCE_STOPWORDS
 from rag.core.types import Answer, Source
-from rag.retrieval.followup import Rewriter, Standalone
+from rag.question.followup import Rewriter, Standalone
 
 Search = Callable[[str, int, Filters], list[Source]]
 

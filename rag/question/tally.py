@@ -4,7 +4,7 @@
 spotlight papers per area?" too; "which authors have the most accepted papers on diffusion?" groups by
 author the accepted papers found on "diffusion"; "how many papers were withdrawn?" names no group and
 no topic: a plain count. The filters (oral, accepted, an area, an author) are understood by
-rag/retrieval/understand.py, as for every question; this module reads what is left: the group, how
+rag/question/understand.py, as for every question; this module reads what is left: the group, how
 many groups were asked for ("top 5"), whether the fewest come first, and the topic. Rules, like
 understand.py; "how many papers on diffusion?" (a count with a topic and no group) stays a count of the
 papers a list draws (rag/answering/lists.py).
@@ -14,8 +14,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from rag.retrieval.understand import COUNT, PLURAL, Understood
+if TYPE_CHECKING:
+    from rag.question.understand import Understood
+
+# "How many papers / accepted RL papers / orals ...", not "how many templates does RxnFlow use" (a lookup).
+PLURAL = r"(?:papers|works(?!\s+(?:best|better|well|worse))|submissions|articles|ones|orals|spotlights|posters)"
+SEVERAL = rf"(?:[\w-]+\s+){{0,4}}?{PLURAL}\b"
+COUNT = re.compile(rf"^\W*(?:how\s+many|(?:what\s+is\s+)?the\s+number\s+of|count\s+(?:the\s+)?)\s+{SEVERAL}", re.I)
 
 # Words that name a stored field to group by -> (the stored key, the field in words).
 GROUPS = {

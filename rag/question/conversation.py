@@ -1,7 +1,7 @@
 """A question made self-contained with the conversation before it, and the focus each answer leaves.
 
-A follow-up that refers back to the papers the last answer cited is held to them (rag/retrieval/focus.py);
-any other is rewritten by a model or the rule (rag/retrieval/followup.py). What each answer cited is
+A follow-up that refers back to the papers the last answer cited is held to them (rag/question/focus.py);
+any other is rewritten by a model or the rule (rag/question/followup.py). What each answer cited is
 remembered by its text; for an answer given elsewhere, recovered by asking its question again.
 """
 
@@ -13,9 +13,9 @@ from dataclasses import replace
 from rag.core.filters import Filters
 from rag.core.markers import cited_numbers
 from rag.core.types import Answer, Kind
-from rag.retrieval.focus import FocusMemory, History, Search, Turn, as_turns, held_to_focus, pairs
-from rag.retrieval.followup import Rewriter, Standalone, checked_standalone
-from rag.retrieval.understand import Understood
+from rag.question.focus import FocusMemory, History, Search, Turn, as_turns, held_to_focus, pairs
+from rag.question.followup import Rewriter, Standalone, checked_standalone
+from rag.question.understand import Understood
 
 
 class RuleOnly:

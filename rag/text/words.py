@@ -1,6 +1,6 @@
 """The words and sentences of the sources that naming and answering read: content stems, numbers and names.
 
-Shared by naming (rag/retrieval/naming.py, which the refusal rule uses) and, in rag/answering/, the sentence
+Shared by naming (rag/text/naming.py, which the refusal rule uses) and, in rag/answering/, the sentence
 scoring (evidence.py), acceptance (acceptance.py), citation checks (citations.py) and prompts (prompts.py),
 so none of those calls another for a text helper.
 """

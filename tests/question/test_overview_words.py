@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rag.retrieval.overview_words import asks_about_evaluation
-from rag.retrieval.understand import understand, without_kind_words
+from rag.question.overview_words import asks_about_evaluation
+from rag.question.understand import understand
 
 EVAL = Path(__file__).parents[1] / "eval"
 
@@ -29,13 +29,13 @@ EVAL = Path(__file__).parents[1] / "eval"
 def test_a_question_about_a_field_is_an_overview_of_its_topic(question, topic):
     understood = understand(question)
     assert understood.kind == "overview"
-    assert without_kind_words(understood).text == topic
+    assert understood.topic.text == topic
 
 
 def test_filter_words_still_apply_to_an_overview():
     understood = understand("Summarize the oral papers on mixture-of-experts")
     assert understood.kind == "overview" and understood.labels() == ["status: Oral"]
-    assert without_kind_words(understood).text == "mixture-of-experts"
+    assert understood.topic.text == "mixture-of-experts"
 
 
 @pytest.mark.parametrize(
