@@ -31,10 +31,10 @@ from rag.answering.asks import hand_ask_score
 from rag.answering.evidence import ranked
 from rag.core.config import with_overrides
 from rag.core.filters import Filters
-from rag.evaluate import load_questions
-from rag.facts import contains_fact
+from rag.evaluation.questions import load_questions
 from rag.question.question import lookup
 from rag.service import RagService
+from rag.text.facts import contains_fact
 from rag.text.naming import mentions, paper_name
 
 

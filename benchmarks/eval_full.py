@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from rag.core.config import with_overrides
-from rag.evaluate import Outcome, ServiceSystem, evaluate, load_questions, metrics_table
+from rag.evaluation.questions import Outcome, ServiceSystem, evaluate, load_questions, metrics_table
 from rag.ingest.papers import load_papers
 from rag.service import RagService
 

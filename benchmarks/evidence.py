@@ -27,10 +27,10 @@ from rag.answering.quoting import extractive_answer
 from rag.answering.refusal import refusal
 from rag.core.config import with_overrides
 from rag.core.types import Answer
-from rag.facts import contains_fact, missing_facts
 from rag.question.followup import Standalone
 from rag.question.question import read
 from rag.service import RagService
+from rag.text.facts import contains_fact, missing_facts
 
 GRID = {  # around the weights before and after docs/answers.md's fourth round; the defaults are scored apart
     "word_weight": (0.25, 0.5, 1.0),

@@ -22,8 +22,8 @@ from pathlib import Path
 from machine import load_line  # benchmarks/machine.py, beside this script
 
 from rag.core.config import with_overrides
+from rag.evaluation.themes import load_overview_questions
 from rag.service import RagService
-from rag.theme_eval import load_overview_questions
 
 ROOT = Path(__file__).resolve().parent.parent
 WARM_UP = "Which papers are about reinforcement learning?"  # a list answer: loads what every answer needs

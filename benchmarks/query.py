@@ -7,7 +7,7 @@
         --questions tests/eval/seed_questions.jsonl --backends torch,onnx-int8
 
 Every question of the set goes through `RagService.retrieve` (after one warm-up question, which
-loads the model and the BM25 index); hit@1, recall@k and MRR come from rag.evaluate, latency is
+loads the model and the BM25 index); hit@1, recall@k and MRR come from rag.evaluation.questions, latency is
 per question, p50 and p95. An index folder with no papers is filled from --corpus first (resumable).
 Other processes slow latency down: the load average is printed.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 from machine import load_line  # benchmarks/machine.py, beside this script
 
 from rag.core.config import with_overrides
-from rag.evaluate import ServiceSystem, evaluate, load_questions, metrics_table
+from rag.evaluation.questions import ServiceSystem, evaluate, load_questions, metrics_table
 from rag.service import RagService
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import rag.retrieval.related as related_ranking
 from rag.core.config import with_overrides
-from rag.evaluate_related import load_related_sets, measure, ranked_by, related_table
+from rag.evaluation.related import load_related_sets, measure, ranked_by, related_table
 from rag.service import RagService
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -40,7 +40,7 @@ def main() -> int:
 
     from rag.core.config import with_overrides
     from rag.core.filters import Filters
-    from rag.evaluate import load_questions
+    from rag.evaluation.questions import load_questions
     from rag.service import RagService
 
     embedding = {"threads": args.threads} if args.threads else {}

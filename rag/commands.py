@@ -233,10 +233,10 @@ def run_stats(args: argparse.Namespace) -> int:
 
 def run_eval(args: argparse.Namespace) -> int:
     from rag.core.text import terminal_json
-    from rag.evaluate import ServiceSystem, evaluate, load_questions, metrics_table
-    from rag.evaluate_counts import evaluate_counts, is_count_set
-    from rag.evaluate_related import is_related_file
-    from rag.theme_eval import is_overview_set, overview_report, report_table
+    from rag.evaluation.counts import evaluate_counts, is_count_set
+    from rag.evaluation.questions import ServiceSystem, evaluate, load_questions, metrics_table
+    from rag.evaluation.related import is_related_file
+    from rag.evaluation.themes import is_overview_set, overview_report, report_table
 
     if is_related_file(args.questions):  # hand-labelled related papers (tests/eval/related_questions.jsonl)
         return run_related_eval(args)
@@ -284,7 +284,7 @@ def run_eval(args: argparse.Namespace) -> int:
 
 def run_related_eval(args: argparse.Namespace) -> int:
     """Precision at k of the related papers of each labelled paper; --mode picks the ranking (hybrid: fused)."""
-    from rag.evaluate_related import held_by, load_related_sets, measure, ranked_by, related_table
+    from rag.evaluation.related import held_by, load_related_sets, measure, ranked_by, related_table
 
     service = service_from(args)
     labelled = load_related_sets(args.questions, args.split)

@@ -14,9 +14,9 @@ from rag.core.config import PROJECT_ROOT
 from rag.core.errors import InputError
 from rag.core.filters import FIELDS, Filters, column
 from rag.core.papers import PaperRecord
-from rag.evaluate import Outcome, Question, ServiceSystem, evaluate, load_questions, metrics_table
-from rag.facts import contains_fact, missing_facts, normalize
+from rag.evaluation.questions import Outcome, Question, ServiceSystem, evaluate, load_questions, metrics_table
 from rag.ingest.papers import load_papers, make_record
+from rag.text.facts import contains_fact, missing_facts, normalize
 
 EVAL_DIR = PROJECT_ROOT / "tests" / "eval"
 SEED_QUESTIONS = EVAL_DIR / "seed_questions.jsonl"

@@ -11,7 +11,7 @@ from clirun import rag
 
 from rag.core.config import PROJECT_ROOT
 from rag.core.filters import Filters
-from rag.evaluate_counts import check, is_count_set
+from rag.evaluation.counts import check, is_count_set
 from rag.question.tally import tally_of
 from rag.question.understand import understand
 

@@ -7,7 +7,7 @@ from itertools import combinations
 
 import pytest
 
-from rag.theme_eval import adjusted_rand_index, is_overview_set, purity
+from rag.evaluation.themes import adjusted_rand_index, is_overview_set, purity
 
 
 def rand_by_pairs(first: list[str], second: list[str]) -> float:
@@ -71,7 +71,7 @@ def test_the_hand_made_groups_name_real_papers_each_once():
     from conftest import FULL_LIST
 
     from rag.core.config import PROJECT_ROOT
-    from rag.theme_eval import load_overview_questions
+    from rag.evaluation.themes import load_overview_questions
 
     if not FULL_LIST.exists():
         pytest.skip(f"{FULL_LIST} is not here")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from rag.core.config import RetrievalConfig
 from rag.core.types import Source
-from rag.facts import contains_fact
 from rag.question.question import Question
+from rag.text.facts import contains_fact
 from rag.text.naming import named_by
 
 

@@ -142,7 +142,7 @@ def test_int8_has_its_own_collection_and_fp32_shares_the_torch_one(tmp_path):
 
 
 def test_int8_retrieval_finds_the_same_seed_papers_as_fp32(make_service, onnx_int8, onnx_fp32):
-    from rag.evaluate import ServiceSystem, evaluate, load_questions
+    from rag.evaluation.questions import ServiceSystem, evaluate, load_questions
 
     questions = [q for q in load_questions(PROJECT_ROOT / "tests" / "eval" / "seed_questions.jsonl") if q.gold]
     int8 = make_service(index="int8", embedding={"backend": "onnx-int8"})

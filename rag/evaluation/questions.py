@@ -5,7 +5,7 @@ A question set is JSON Lines: `{"question": ..., "gold": [paper_id, ...], "split
 refuse. Over answerable questions: hit@1, recall@k (share of the gold papers in the top k), MRR
 (over the top k); over unanswerable ones: the share refused; over answerable ones: the share
 wrongly refused; with answers: fact recall (share of answerable questions whose answer contains
-every one of the question's `facts`, see rag/facts.py), citation precision (cited papers that are
+every one of the question's `facts`, see rag/text/facts.py), citation precision (cited papers that are
 gold), the share of answer sentences their cited source supports, and who answered (the model, or
 the extractive answer). Retrieval and answers are timed per question; percentiles are reported.
 
@@ -25,8 +25,8 @@ from rag.answering.refusal import refusal
 from rag.core.errors import InputError
 from rag.core.filters import Filters
 from rag.core.jsonl import read_split
-from rag.facts import missing_facts
 from rag.question.question import lookup
+from rag.text.facts import missing_facts
 
 if TYPE_CHECKING:
     from rag.service import RagService

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from rag.core.errors import InputError
 from rag.core.jsonl import SPLITS
 from rag.core.types import Kind
-from rag.evaluate import _percentile
+from rag.evaluation.questions import _percentile
 
 if TYPE_CHECKING:
     from rag.core.types import Answer
