@@ -60,7 +60,7 @@ class Conversation:
             return ()  # a refusal, or an answer citing nothing
         earlier = self.standalone(self.clean(last.question, "a question of the history"), turns[-5:-1], rewrite=False)
         asked = earlier.question
-        understood = self.understand(asked) if self.reads() else Understood(asked, asked)
+        understood = self.understand(asked) if self.reads() else Understood.literal(asked)
         if understood.kind != Kind.LOOKUP and not earlier.focus:
             return ()  # a list's sources come from other searches: not recovered
         applied = understood.applied(Filters())

@@ -98,7 +98,7 @@ def read(
     """The question read once: `understood` (its kind and the filters its words state) or, when questions
     are taken literally, the standalone text as a look-up; `asked` as typed (default: the standalone text).
     The filters `given` by the user win over those its words state; those on a field `dropped` don't apply."""
-    understood = understood or Understood(standalone.question, standalone.question)
+    understood = understood or Understood.literal(standalone.question)
     given = given or Filters()
     text = understood.text
     asks = split_asks(text)

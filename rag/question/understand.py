@@ -143,6 +143,11 @@ class Understood:
     pasted: str | None = None  # for related: the abstract pasted in ("related to my abstract: …"), if any
     tally: Tally | None = None  # for tally: the field grouped by, how many groups, the topic
 
+    @classmethod
+    def literal(cls, question: str) -> Understood:
+        """A question taken literally (`questions.understand` off): a look-up of its own words, no filters."""
+        return cls(question, question)
+
     def applied(self, explicit: Filters, dropped: frozenset[str] = frozenset()) -> Filters:
         """The filters a search uses: each field given explicitly, else the one understood (unless dropped)."""
         understood = {spec.name: value for spec, value in self.filters.active() if spec.name not in dropped}
