@@ -4,6 +4,8 @@ user's question goes.
 
     python benchmarks/reader.py --index /tmp/fullidx --split dev          # a table per kind
     python benchmarks/reader.py --index /tmp/fullidx --split test --json /tmp/reader.json
+    python benchmarks/reader.py --index /tmp/fullidx --split test --time   # reading alone, p50 and p90
+    RAG_QUESTIONS__READER=rules python benchmarks/reader.py ...              # the rules alone, the baseline
 
 A follow-up is asked after its `history`, each earlier question answered in turn and sent back as text,
 as a chat client does. The papers it points to are the ids at its `refers_to` positions among the papers
@@ -21,6 +23,8 @@ import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
+
+import numpy as np
 
 from rag.core.config import with_overrides
 from rag.core.errors import InputError
@@ -104,6 +108,19 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def read_times(service: RagService, items: list[dict]) -> str:
+    """p50 and p90 of reading a question (`RagService.understand`: the rules, and the learned reader with the
+    question's embedding), warm, over the split's questions; what the answer takes besides is not in it."""
+    service.understand("a first question, to load the models")
+    times = []
+    for item in items:
+        started = time.perf_counter()
+        service.understand(item["question"])
+        times.append((time.perf_counter() - started) * 1000)
+    p50, p90 = (float(np.percentile(times, q)) for q in (50, 90))
+    return f"reading a question ({service.config.questions.reader}): p50 {p50:.1f} ms, p90 {p90:.1f} ms"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--index", type=Path, required=True, help="an index of the full list")
@@ -111,10 +128,14 @@ def main() -> int:
     parser.add_argument("--split", default="dev", choices=["dev", "test", "all"])
     parser.add_argument("--config", default="extractive")
     parser.add_argument("--json", type=Path, help="also write every row here")
+    parser.add_argument("--time", action="store_true", help="only time reading the questions (no answers)")
     args = parser.parse_args()
     service = RagService(with_overrides(args.config, vectorstore={"path": str(args.index)}))
     items = [json.loads(line) for line in args.questions.read_text().splitlines() if line.strip()]
     items = [item for item in items if args.split == "all" or item["split"] == args.split]
+    if args.time:
+        print(read_times(service, items))
+        return 0
     rows = [read_safely(service, item) for item in items]
     print(table(rows))
     print(f"{time.strftime('%Y-%m-%d %H:%M')}, {args.questions.name} {args.split}, config {args.config}")

@@ -17,6 +17,8 @@ from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from rag.answering.citations import CitationChecker
 from rag.answering.evidence import EvidencePicker
 from rag.answering.kinds import kind_answer
@@ -25,7 +27,7 @@ from rag.answering.pipeline import AnswerPipeline
 from rag.answering.providers import Provider, make_provider, provider_label
 from rag.answering.related import find_related, stored_paper
 from rag.answering.tools import Tools
-from rag.core.config import BUNDLED_SEEDS, Settings, checked_k, load_config, with_overrides
+from rag.core.config import BUNDLED_EMBEDDING, BUNDLED_SEEDS, Settings, checked_k, load_config, with_overrides
 from rag.core.errors import StoreError
 from rag.core.filters import PICKERS, Filters, given_filters
 from rag.core.text import clean_question
@@ -339,8 +341,13 @@ class RagService:
             return self.lexical.current(state).stored_fields(filters)
 
     def understand(self, question: str) -> Understood:
-        """The question's kind and the filters its words state (an author's name only if a stored paper has it)."""
-        return understand_question(question, self._known_author)
+        """The question's kind and the filters its words state (an author's name only if a stored paper has it),
+        read by the learned reader too when `questions.reader` is 'learned' and the index's model is the one it
+        was trained with (rag/question/learned.py)."""
+        self.ensure_index()  # the index's setup: its embedding model
+        learned = self.config.questions.reader == "learned" and self.config.embedding.model == BUNDLED_EMBEDDING
+        embedding = np.asarray(self.embeddings.embed_query(question)) if learned else None
+        return understand_question(question, self._known_author, embedding)
 
     def _known_author(self, name: str) -> bool:
         """Whether some stored paper has an author whose name contains `name`."""

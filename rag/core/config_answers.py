@@ -173,6 +173,12 @@ class QuestionsConfig(Section):
     understand: bool = Field(
         True, description="Read the kind of question (list, count, compare) and filters stated in words."
     )
+    reader: Literal["learned", "rules"] = Field(
+        "learned",
+        description="Who has the last word on a question's kind and the spans it needs (topic, the paper named): "
+        "'learned', models trained on how researchers ask (rag/question/learned.py; used with the bundled "
+        "embedding model, whose vectors they read), or 'rules', the patterns of rag/question/understand.py alone.",
+    )
     list_cap: int = Field(50, ge=1, le=50, description="Most papers a list or count answer ranks and shows.")
     # The line for "about the topic", chosen on the dev split of tests/eval/list_questions.jsonl with
     # benchmarks/lists.py (docs/evaluation.md): a paper is listed when all three hold.

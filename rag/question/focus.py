@@ -21,6 +21,8 @@ from rag.core.filters import Filters
 from rag.core.text import EVIDENCE_STOPWORDS
 from rag.core.types import Answer, Source
 from rag.question.followup import Rewriter, Standalone
+from rag.question.pointing import POINTER, pointed, without_pointers
+from rag.text.naming import paper_name
 
 Search = Callable[[str, int, Filters], list[Source]]
 
@@ -31,9 +33,6 @@ REFERS_BACK = re.compile(
     r"the (?:first|second|third|last|former|latter)(?: one| paper| method)?)\b",
     re.IGNORECASE,
 )
-# "the first one", "the latter": one paper of several in focus, by its place in the last answer.
-ORDINAL = re.compile(r"\bthe (first|second|third|last|former|latter)(?: one| paper| method)?\b", re.IGNORECASE)
-PLACES = {"first": 0, "former": 0, "second": 1, "latter": 1, "third": 2, "last": -1}
 # The words of a question that ask for a kind of fact rather than name a topic: "What benchmark did
 # they use?" has no topic of its own, "How are molecules generated?" has.
 ASKING_WORDS = frozenset(
@@ -44,7 +43,7 @@ ASKING_WORDS = frozenset(
     "improves improvement improvements name named called test tested setting settings show showed find found "
     "findings propose proposed introduce introduced present presented else another more other exactly kind "
     "kinds type types number many much tell know explain details detail run ran runs conduct conducted "
-    "apply applied work works".split()
+    "apply applied work works wrote write written authored author authors".split()
 )
 # A question looking for papers ("Which paper shows that ...", "any other work on ...") asks anew.
 SEEKS_PAPERS = re.compile(r"\b(which|what|any|other|another)\s+(papers?|works?|studies|study)\b", re.IGNORECASE)
@@ -103,25 +102,27 @@ def own_words(question: str) -> set[str]:
 
 
 def refers_back(question: str) -> bool:
-    """Whether the question points back at the conversation: a pronoun, "the paper", or no topic of its own."""
-    return bool(REFERS_BACK.search(question)) or not own_words(question)
+    """Whether the question points back at the conversation: a pronoun, "the paper", a place ("#4", "the
+    last two"), or no topic of its own."""
+    return bool(REFERS_BACK.search(question) or POINTER.search(question)) or not own_words(question)
 
 
 def narrowed(question: str, focus: tuple[str, ...]) -> tuple[str, ...]:
-    """The one paper "the first one" or "the latter" means, when the focus holds several; else the focus."""
-    said = ORDINAL.search(question)
-    if not said or len(focus) < 2:
-        return focus
-    place = PLACES[said.group(1).lower()]
-    return (focus[place],) if place < len(focus) else focus
+    """The papers "the second one", "the last two" or "#4" point to (pointing.py), when the focus holds
+    several; else the focus."""
+    places = pointed(question, len(focus))
+    return tuple(focus[place] for place in places) if places else focus
 
 
 def asks_anew(question: str, focused: list[Source], found: list[Source]) -> bool:
     """Whether a follow-up turns to another topic than the papers in focus (`focused`, as retrieved for
-    it), given what an unrestricted search of it finds (`found`, best first)."""
+    it), given what an unrestricted search of it finds (`found`, best first). The words that point by place
+    ("the second one") are no topic."""
+    points = bool(REFERS_BACK.search(question) or POINTER.search(question))
+    question = without_pointers(question)
     if not own_words(question):
         return False  # "What benchmark did they use?": about the papers in focus
-    if not REFERS_BACK.search(question) or SEEKS_PAPERS.search(question):
+    if not points or SEEKS_PAPERS.search(question):
         return True  # its own topic, and no word pointing back (a "that" of "which paper shows that" is none)
     top = found[0] if found else None
     ids = {source.paper_id for source in focused}
@@ -167,11 +168,19 @@ def held_to_focus(
             break
     else:
         return Standalone(question)
+    question = by_name(question, focused) if len(focus) == 1 else question
     try:
         rewritten = rewriter().rewrite(question, pairs(turns))
     except ModelError as err:
         return Standalone(question, model_failure=str(err), focus=focus)
     return Standalone(rewritten or question, focus=focus)
+
+
+def by_name(question: str, focused: list[Source]) -> str:
+    """A follow-up that points to one paper by its place, with the paper's name in its place: "How does the
+    second one work?" -> "How does Fast and Slow Generating work?", so its words are no search for "second"."""
+    name = paper_name(focused[0]) or f"“{focused[0].title}”"
+    return POINTER.sub(name, question, count=1) if POINTER.search(question) else question
 
 
 class FocusMemory:

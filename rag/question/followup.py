@@ -15,9 +15,10 @@ from rag.core.errors import InputError, ModelError
 from rag.core.filters import Filters
 from rag.core.text import not_text
 
-# The longest earlier answer a history may hold: far above any answer given (a list of 40 papers, a
-# sentence each, is about 10,000), far below what would slow the history's checks and the model's prompt.
-MAX_ANSWER_CHARS = 20_000
+# The longest earlier answer a history may hold: far above any answer given (a list of 33 papers, a quoted
+# sentence each, ran to 22,762 characters in benchmarks/reader.py; a list shows at most 50), far below what
+# would slow the history's checks and the model's prompt.
+MAX_ANSWER_CHARS = 60_000
 
 FOLLOW_UP = re.compile(r"\b(it|its|they|their|them|this|that|these|those|the paper|the method)\b", re.IGNORECASE)
 

@@ -111,6 +111,16 @@ def tally_of(understood: Understood) -> Tally | None:
     return Tally(field, group, top, bool(FEWEST.search(found.group())), _topic(rest))
 
 
+def told_tally(text: str, field: str | None, topic: str) -> Tally:
+    """The tally a question asks for when the learned reader (learned.py) read its kind, the field it groups by
+    (None: a plain count) and its topic: how many groups it asks for and whether the fewest come first are
+    read here, as numbers and words of `text`."""
+    group = next((words for stored, words in GROUPS.values() if stored == field), "")
+    n = re.search(rf"\b(?:top|first|the)\s+{TOP_N}\b", text, re.IGNORECASE)
+    top = int(NUMBER_WORDS.get(n["n"].lower(), 0) or n["n"]) if n else None
+    return Tally(field, group, top, bool(FEWEST.search(text)), topic)
+
+
 def _topic(text: str) -> str:
     """The topic words left once the counting words are cut: after "on"/"about"/"that propose", and the
     words before "papers" ("how many diffusion papers")."""

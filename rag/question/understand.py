@@ -18,11 +18,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+
 from rag.core.filters import Filters
 from rag.core.types import Kind
+from rag.question.learned import shipped
 from rag.question.overview_words import asks_about_evaluation, asks_for_overview, overview_topic
 from rag.question.related import pasted_abstract, related_question
-from rag.question.tally import COUNT, SEVERAL, Tally, tally_of
+from rag.question.tally import COUNT, SEVERAL, Tally, tally_of, told_tally
 
 PAPERS = r"(?:papers?|works?|submissions?|articles?|ones)"
 ACCEPTED = ("Oral", "Spotlight", "Poster")
@@ -162,11 +165,14 @@ class Understood:
         return self.filters.labels()
 
 
-def understand(question: str, known_author: Callable[[str], bool] = lambda name: True) -> Understood:
+def understand(
+    question: str, known_author: Callable[[str], bool] = lambda name: True, embedding: np.ndarray | None = None
+) -> Understood:
     """The kind of `question` and the filters it states, with those words cut from the ranking text.
 
     "by <Name>" counts only when `known_author(name)`: a title asked as a question ("… Guided by
-    Progressive Self-Reasoning") names no author."""
+    Progressive Self-Reasoning") names no author. Given the question's `embedding` (the bundled MiniLM's),
+    the learned reader has the last word on the kind and reads the spans it needs (`relearned`)."""
     statuses: list[str] = []
     areas: list[str] = []
     cuts: list[tuple[int, int]] = []
@@ -195,8 +201,37 @@ def understand(question: str, known_author: Callable[[str], bool] = lambda name:
     filters = Filters.of(status=statuses, primary_area=areas, author=author, has_code=has_code)
     text = _cut(question, cuts)
     kind, compared = _kind(question, text)
-    understood = Understood(question=question, text=text or question, kind=kind, filters=filters, compared=compared)
-    return _narrower(understood)
+    understood = _narrower(Understood(question, text or question, kind, filters, compared))
+    return understood if embedding is None else relearned(understood, embedding)
+
+
+def relearned(understood: Understood, embedding: np.ndarray) -> Understood:
+    """`understood` as the learned reader reads it (learned.py), where its kind differs from the rules': the
+    kind, and the spans that kind needs (a topic, the paper related papers are like, the two compared, the
+    field a tally groups by). Where the reader finds no span the kind needs, the rules' reading stands."""
+    reader = shipped()
+    kind = reader.kind(understood.question, understood.kind, embedding)
+    if kind == understood.kind:
+        return understood
+    spans = reader.spans(understood.question, kind)
+    plain = replace(understood, kind=kind, topic=None, subject="", pasted=None, tally=None, compared=())
+    if kind == Kind.TALLY:
+        field = reader.group(understood.question, understood.kind, embedding) or None
+        if field is None and spans.topic:  # "how many papers on X": a count of the topic's papers
+            kind, plain = Kind.COUNT, replace(plain, kind=Kind.COUNT)
+        else:
+            tally = told_tally(understood.text, field, spans.topic)
+            return replace(plain, tally=tally, topic=topic_of(plain, tally.topic) if tally.topic else None)
+    if kind in (Kind.LIST, Kind.COUNT, Kind.OVERVIEW) and spans.topic:
+        topic = topic_of(plain, spans.topic)
+        if not topic.left_out and (left := LEFT_OUT.search(understood.text)):  # "…, excluding X" after the span
+            topic = replace(topic, left_out=left["left"].strip())
+        return replace(plain, topic=topic)
+    if kind == Kind.RELATED and spans.anchor:
+        return replace(plain, subject=spans.anchor, pasted=pasted_abstract(spans.anchor))
+    if kind == Kind.COMPARE and spans.anchor and spans.other:
+        return replace(plain, compared=(spans.anchor, spans.other))
+    return plain if kind == Kind.LOOKUP else understood
 
 
 def _narrower(understood: Understood) -> Understood:

@@ -183,10 +183,10 @@ def test_langchain_chat_openai_works_inside_a_chain(server, seeded):
             "message 2: tool messages are not supported",
         ),
         (
-            {"messages": [*ask(HANABI), {"role": "assistant", "content": "R3D2 [1]. " * 2001}, *ask(RXNFLOW)]},
+            {"messages": [*ask(HANABI), {"role": "assistant", "content": "R3D2 [1]. " * 6001}, *ask(RXNFLOW)]},
             openai.BadRequestError,
             400,
-            "answer 1 of the history is 20,010 characters long; the limit is 20,000",
+            "answer 1 of the history is 60,010 characters long; the limit is 60,000",
         ),
     ],
     ids=[

@@ -1,0 +1,172 @@
+"""Train the learned question reader (rag/question/learned.py) and write the file the package ships with it.
+
+    python benchmarks/train_reader.py            # cross-validated figures, then writes rag/question/reader.npz
+    python benchmarks/train_reader.py --no-write
+
+What it learns from, all dev or training data (the test splits are kept for reporting, benchmarks/reader.py):
+- tests/eval/phrasing_train.jsonl (writers p3, p4) and the dev split of tests/eval/phrasing_questions.jsonl
+  (p1): kinds, the field a tally groups by, and the spans of topic, anchor and other paper;
+- the dev splits of the other question sets, each question labelled with the kind today's rules read (those
+  sets were written for the kinds the rules know): they teach the model when the rules are right.
+
+A "reading_list" question is labelled a list (the product answers it with one). The hyper-parameters (C) were
+chosen by five-fold cross-validation on this pool, which `--cv` reports again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+from scipy.sparse import csr_matrix, hstack
+from sklearn.feature_extraction import DictVectorizer
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold
+
+from rag.core.config import load_config
+from rag.question.learned import KINDS, READER_FILE, TEXT_WEIGHT, Reader, rules_features, word_features, words
+from rag.question.understand import understand
+from rag.service import RagService
+
+EVAL = Path(__file__).resolve().parent.parent / "tests" / "eval"
+OTHER_SETS = ("asks", "blind", "conversation", "full", "how", "researcher", "seed", "list", "count", "overview")
+GROUPS = {"area": "primary_area", "status": "status", "author": "authors", None: ""}
+TAGS = {"topic": "T", "anchor": "A", "other": "B"}
+C = 10.0
+
+
+def rows(name: str, split: str | None = None) -> list[dict]:
+    found = [json.loads(line) for line in (EVAL / name).read_text(encoding="utf-8").splitlines()]
+    return [row for row in found if split is None or row["split"] == split]
+
+
+def pool() -> list[dict]:
+    """Every training question as {question, kind, group (tally only), spans (phrasing only)}."""
+    phrasing = rows("phrasing_train.jsonl") + rows("phrasing_questions.jsonl", "dev")
+    out = [
+        {
+            "question": row["question"],
+            "kind": "list" if row["kind"] == "reading_list" else row["kind"],
+            "group": GROUPS[row.get("group_by")] if row["kind"] == "tally" else None,
+            "spans": {slot: row[slot] for slot in TAGS if row.get(slot)},
+        }
+        for row in phrasing
+    ]
+    for name in OTHER_SETS:
+        for row in rows(f"{name}_questions.jsonl", "dev"):
+            read = understand(row["question"])
+            group = (read.tally.field or "") if read.tally else None
+            out.append({"question": row["question"], "kind": read.kind.value, "group": group, "spans": None})
+    return out
+
+
+def tagged(question: str, spans: dict[str, str]) -> list[str] | None:
+    """The tag of each word of `question` ("O", or the span's tag), None when a span isn't found in it."""
+    tokens = [match.group().lower() for match in words(question)]
+    tags = ["O"] * len(tokens)
+    for slot, span in spans.items():
+        wanted = [match.group().lower() for match in words(span)]
+        start = next((i for i in range(len(tokens) - len(wanted) + 1) if tokens[i : i + len(wanted)] == wanted), None)
+        if start is None:
+            return None
+        tags[start : start + len(wanted)] = [TAGS[slot]] * len(wanted)
+    return tags
+
+
+class KindFeatures:
+    """The kind model's features, as learned.Reader builds them: embedding, weighted tf-idf, the rules' kind."""
+
+    def __init__(self, questions: list[str]):
+        self.tfidf = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True).fit(questions)
+
+    def __call__(self, questions: list[str], embeddings: np.ndarray) -> csr_matrix:
+        ruled = np.array([rules_features(understand(q).kind) for q in questions])
+        text = TEXT_WEIGHT * self.tfidf.transform(questions)
+        return hstack([csr_matrix(embeddings), text, csr_matrix(ruled)]).tocsr()
+
+
+def fitted(x, y) -> LogisticRegression:
+    return LogisticRegression(C=C, max_iter=5000, class_weight="balanced").fit(x, y)
+
+
+def word_rows(items: list[dict]) -> tuple[list[dict], list[str]]:
+    """Each word of each question with spans, as the tagger's features and tag."""
+    features, tags = [], []
+    for item in items:
+        tokens = [match.group() for match in words(item["question"])]
+        for i, tag in enumerate(item["tags"]):
+            features.append(dict.fromkeys(word_features(tokens, item["kind"], i), 1))
+            tags.append(tag)
+    return features, tags
+
+
+def cross_validated(items: list[dict], vectors: np.ndarray) -> None:
+    kinds = np.array([item["kind"] for item in items])
+    phrasing = np.array([item["spans"] is not None for item in items])
+    right = np.zeros(len(items), bool)
+    for train, held in StratifiedKFold(5, shuffle=True, random_state=0).split(vectors, kinds):
+        features = KindFeatures([items[i]["question"] for i in train])
+        model = fitted(features([items[i]["question"] for i in train], vectors[train]), kinds[train])
+        right[held] = model.predict(features([items[i]["question"] for i in held], vectors[held])) == kinds[held]
+    print(f"kind, 5-fold: {right[phrasing].mean():.3f} of phrasing questions, {right[~phrasing].mean():.3f} of others")
+
+
+def write(items: list[dict], vectors: np.ndarray) -> None:
+    questions = [item["question"] for item in items]
+    features = KindFeatures(questions)
+    x = features(questions, vectors)
+    kind_model = fitted(x, [item["kind"] for item in items])
+    assert tuple(kind_model.classes_) == tuple(sorted(kind.value for kind in KINDS))
+    order = [list(kind_model.classes_).index(kind.value) for kind in KINDS]
+    grouped = [i for i, item in enumerate(items) if item["group"] is not None]
+    group_model = fitted(x[grouped], [items[i]["group"] for i in grouped])
+    spans = [
+        item | {"tags": tags}
+        for item in items
+        if item["spans"] is not None and (tags := tagged(item["question"], item["spans"])) is not None
+    ]
+    word_x, word_y = word_rows(spans)
+    vectorizer = DictVectorizer().fit(word_x)
+    tag_model = LogisticRegression(C=C, max_iter=5000).fit(vectorizer.transform(word_x), word_y)
+    np.savez_compressed(
+        READER_FILE,
+        kinds=np.array([kind.value for kind in KINDS]),
+        terms=features.tfidf.get_feature_names_out().astype(str),
+        idf=features.tfidf.idf_.astype(np.float32),
+        kind_weights=kind_model.coef_[order].T.astype(np.float32),
+        kind_bias=kind_model.intercept_[order].astype(np.float32),
+        group_weights=group_model.coef_.T.astype(np.float32),
+        group_bias=group_model.intercept_.astype(np.float32),
+        groups=group_model.classes_.astype(str),
+        features=vectorizer.get_feature_names_out().astype(str),
+        tag_weights=tag_model.coef_.T.astype(np.float32),
+        tag_bias=tag_model.intercept_.astype(np.float32),
+        tags=tag_model.classes_.astype(str),
+    )
+    reader = Reader.load()
+    predicted = kind_model.predict(x)
+    read = [reader.kind(q, understand(q).kind, v) for q, v in zip(questions, vectors, strict=True)]
+    same = np.mean(np.array(read) == predicted)
+    print(f"wrote {READER_FILE} ({READER_FILE.stat().st_size:,} bytes): reads as scikit-learn does {same:.3f} of them")
+    print(f"  from {len(items)} questions ({len(grouped)} tallies, {len(spans)} with spans, {len(word_y)} words)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cv", action="store_true", help="report five-fold cross-validated kind accuracy first")
+    parser.add_argument("--no-write", dest="write", action="store_false")
+    args = parser.parse_args()
+    items = pool()
+    embeddings = RagService(load_config("extractive")).embeddings  # the bundled model, as the product runs it
+    vectors = np.array(embeddings.embed_documents([item["question"] for item in items]))
+    if args.cv:
+        cross_validated(items, vectors)
+    if args.write:
+        write(items, vectors)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""Which papers of the last answer a follow-up points to by their place: "the second one", "the 2nd paper",
+"#4", "paper 3", "the first two", "the last two", "the first and third", "the latter", "the last one".
+
+A place is a number, read exactly (as ids and filters are): the n-th paper the last answer cited, in the order
+it cited them, which is the order a reader sees them numbered. `pointed` gives their indexes; the words that
+point are no topic (`without_pointers`: "How does the second one work?" asks how it works, not about "second").
+"""
+
+from __future__ import annotations
+
+import re
+
+PLACES = {
+    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5,
+    "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10,
+}  # fmt: skip
+HOW_MANY = {"two": 2, "three": 3, "four": 4, "five": 5, "both": 2}
+PLACE = rf"(?:{'|'.join(PLACES)}|\d{{1,2}}(?:st|nd|rd|th)|last|former|latter)"
+THING = r"(?:\s+(?:ones?|papers?|works?|methods?|results?|approach(?:es)?|models?|submissions?))?"
+POINTER = re.compile(
+    rf"\b(?:the\s+)?(?P<end>first|last|top)\s+(?P<many>two|three|four|five|\d)\b{THING}"  # the first two, last 3
+    rf"|\bthe\s+(?P<place>{PLACE})(?:\s*(?:,|and|&)\s*(?:the\s+)?(?P<also>{PLACE}))*{THING}\b"  # the first and third
+    r"|(?:#|\b(?:paper|number|no\.|result|item)\s+)(?P<number>\d{1,2})\b",  # #4, paper 2
+    re.IGNORECASE,
+)
+EACH_PLACE = re.compile(rf"\b{PLACE}\b", re.IGNORECASE)
+
+
+def pointed(question: str, count: int) -> list[int] | None:
+    """The indexes (from 0) of the papers among `count` that the question points to by place, in the order it
+    names them; None when it names no place, or one past the last."""
+    places: list[int] = []
+    for match in POINTER.finditer(question) if count > 1 else ():
+        if match["end"]:
+            many = HOW_MANY.get(match["many"].lower()) or int(match["many"])
+            top = match["end"].lower() in ("first", "top")
+            places += list(range(many)) if top else list(range(count - many, count))
+        elif match["number"]:
+            places.append(int(match["number"]) - 1)
+        else:
+            places += [_index(word.lower(), count) for word in EACH_PLACE.findall(match.group())]
+    places = list(dict.fromkeys(places))
+    return places if places and all(0 <= place < count for place in places) else None
+
+
+def _index(word: str, count: int) -> int:
+    if word in ("former", "latter"):  # of the first two, as before
+        return 0 if word == "former" else 1
+    if word == "last":
+        return count - 1
+    return PLACES.get(word, 0) - 1 if word in PLACES else int(re.sub(r"\D", "", word)) - 1
+
+
+def without_pointers(question: str) -> str:
+    """The question without the words that point by place ("How does the second one work?" -> "How does work?")."""
+    return re.sub(r"\s+", " ", POINTER.sub(" ", question)).strip()

@@ -1,0 +1,99 @@
+"""The learned question reader (rag/question/learned.py): the shipped models, what they read of wordings no
+question set here uses, and the answers those readings give at the front door (the CLI as typed, `rag.answer()`
+in a fresh process), with the rules alone one setting away."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from clirun import rag
+from conftest import user_environment
+
+from rag.core.config import PROJECT_ROOT
+from rag.core.types import Kind
+from rag.question.learned import READER_FILE, Reader
+from rag.question.understand import understand
+
+SORTED_AREAS = "Sort the research areas by how many orals they got"
+
+
+def records(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_the_shipped_reader_is_small_and_knows_every_kind():
+    assert READER_FILE.stat().st_size < 1_000_000
+    reader = Reader.load()
+    assert set(reader.groups) == {"", "primary_area", "status", "authors"}
+    assert set(reader.tags) == {"O", "T", "A", "B"}
+
+
+def read(question: str, embeddings):
+    return understand(question, embedding=np.asarray(embeddings.embed_query(question)))
+
+
+@pytest.mark.parametrize(
+    ("question", "kind", "slot", "value"),
+    [
+        ("what's the current state of research on graph transformers?", Kind.OVERVIEW, "topic", "graph transformers"),
+        (
+            "Tell me how people are tackling hallucination in vision-language models",
+            Kind.OVERVIEW,
+            "topic",
+            "hallucination in vision-language models",
+        ),
+        ("I'm starting out in machine unlearning: what should I read first?", Kind.LIST, "topic", "machine unlearning"),
+        ("if I enjoyed RxnFlow, what should I look at next?", Kind.RELATED, "subject", "RxnFlow"),
+        (
+            "rank the authors by accepted papers on diffusion models",
+            Kind.TALLY,
+            "tally",
+            ("authors", "diffusion models"),
+        ),
+        ("how many reaction templates does RxnFlow use?", Kind.LOOKUP, "topic", None),
+    ],
+)
+def test_wordings_the_rules_miss_are_read_for_their_kind_and_the_span_it_needs(embeddings, question, kind, slot, value):
+    understood = read(question, embeddings)
+    assert understood.kind == kind
+    found = getattr(understood, slot)
+    if slot == "topic" and found is not None:
+        found = found.text
+    if slot == "tally":
+        found = (found.field, found.topic)
+    assert found == value
+    assert understand(question).kind == Kind.LOOKUP  # the rules alone read each as a look-up (or a tally's field not)
+
+
+def test_the_filters_stay_read_by_rules_beside_the_learned_kind(embeddings):
+    understood = read("Sort the research areas by how many spotlights they received", embeddings)
+    assert understood.kind == Kind.TALLY and understood.tally.field == "primary_area"
+    assert understood.filters.status == ("Spotlight",)
+
+
+def test_an_imperative_ranking_is_counted_exactly_at_the_cli_and_the_rules_alone_miss_it(moe_index, moe_sample):
+    from collections import Counter
+
+    orals = Counter(p["primary_area"].replace("&amp;", "&") for p in records(moe_sample) if p["status"] == "Oral")
+    data = json.loads(rag("ask", SORTED_AREAS, "--json", index=moe_index).stdout)
+    assert data["kind"] == "tally" and data["count"] == sum(orals.values())
+    assert {name: number for name, number in data["table"]["rows"]} == orals
+    ruled = json.loads(rag("ask", SORTED_AREAS, "--json", index=moe_index, RAG_QUESTIONS__READER="rules").stdout)
+    assert ruled["kind"] != "tally"
+
+
+def test_rag_answer_in_a_fresh_process_gives_an_overview_asked_as_a_landscape(moe_index):
+    script = (
+        "import json, rag\n"
+        "print(json.dumps(rag.answer('What is the landscape of mixture-of-experts research?').to_payload()))\n"
+    )
+    env = {**user_environment(PROJECT_ROOT), "RAG_CONFIG": "extractive", "RAG_VECTORSTORE__PATH": str(moe_index)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    overview = json.loads(done.stdout)
+    assert overview["kind"] == "overview" and overview["themes"]
+    assert overview["text"].startswith(f"{overview['count']} papers match “mixture-of-experts”")  # the topic alone

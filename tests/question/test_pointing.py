@@ -1,0 +1,59 @@
+"""A follow-up that points into the last answer by place (rag/question/pointing.py): read exactly, held to
+those papers, and answered from them, through `rag.answer()` in a fresh process as a script asks it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import user_environment
+
+from rag.core.config import PROJECT_ROOT
+from rag.question.focus import narrowed
+from rag.question.pointing import pointed, without_pointers
+
+
+@pytest.mark.parametrize(
+    ("question", "count", "places"),
+    [
+        ("How does the second one work?", 33, [1]),
+        ("what's the main result of the 3rd paper?", 10, [2]),
+        ("Tell me more about #4", 10, [3]),
+        ("who are the authors of paper 2?", 5, [1]),
+        ("and the last one?", 9, [8]),
+        ("What datasets do the last two use?", 42, [40, 41]),
+        ("what do the first three have in common?", 8, [0, 1, 2]),
+        ("what training data did the first and third ones use?", 5, [0, 2]),
+        ("how does the second one compare to the first?", 33, [1, 0]),
+        ("what about the tenth?", 4, None),  # past the last paper: not a place among these
+        ("what do they report?", 4, None),
+        ("How does the second one work?", 1, None),  # one paper in focus: nothing to choose
+    ],
+)
+def test_a_place_is_read_exactly(question, count, places):
+    assert pointed(question, count) == places
+
+
+def test_the_words_that_point_are_no_topic_and_narrow_the_focus():
+    assert without_pointers("How does the second one work?") == "How does work?"
+    assert narrowed("Which of the first two got accepted?", ("a", "b", "c")) == ("a", "b")
+    assert narrowed("And the latter?", ("a", "b", "c")) == ("b",)
+
+
+def test_rag_answer_in_a_fresh_process_answers_the_third_paper_of_a_long_list(moe_index):
+    script = (
+        "import json, rag\n"
+        "first = rag.answer('Which oral papers are about mixture-of-experts?')\n"
+        "then = rag.answer('What does the third one propose?', history=[(first.question, first.text)])\n"
+        "print(json.dumps([first.to_payload(), then.to_payload()]))\n"
+    )
+    env = {**user_environment(PROJECT_ROOT), "RAG_CONFIG": "extractive", "RAG_VECTORSTORE__PATH": str(moe_index)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    listed, followed = json.loads(done.stdout)
+    assert len(listed["cited"]) > 3
+    third = listed["cited"][2]
+    assert followed["focus"] == [third] and followed["cited"] == [third]
+    assert not followed["refused"]
