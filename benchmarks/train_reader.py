@@ -5,12 +5,12 @@
 
 What it learns from, all dev or training data (the test splits are kept for reporting, benchmarks/reader.py):
 - tests/eval/phrasing_train.jsonl (writers p3, p4) and the dev split of tests/eval/phrasing_questions.jsonl
-  (p1): kinds, the field a tally groups by, and the spans of topic, anchor and other paper;
+  (p1): kinds, the field a tally groups by, what a count measures (a count, a ranking, a share), and the
+  spans of topic, anchor and other paper;
 - the dev splits of the other question sets, each question labelled with the kind today's rules read (those
   sets were written for the kinds the rules know): they teach the model when the rules are right.
 
-A "reading_list" question is labelled a list (the product answers it with one). The hyper-parameters (C) were
-chosen by five-fold cross-validation on this pool, which `--cv` reports again.
+The hyper-parameters (C) were chosen by five-fold cross-validation on this pool, which `--cv` reports again.
 """
 
 from __future__ import annotations
@@ -49,8 +49,9 @@ def pool() -> list[dict]:
     out = [
         {
             "question": row["question"],
-            "kind": "list" if row["kind"] == "reading_list" else row["kind"],
+            "kind": row["kind"],
             "group": GROUPS[row.get("group_by")] if row["kind"] == "tally" else None,
+            "measure": row.get("measure"),
             "spans": {slot: row[slot] for slot in TAGS if row.get(slot)},
         }
         for row in phrasing
@@ -59,7 +60,9 @@ def pool() -> list[dict]:
         for row in rows(f"{name}_questions.jsonl", "dev"):
             read = understand(row["question"])
             group = (read.tally.field or "") if read.tally else None
-            out.append({"question": row["question"], "kind": read.kind.value, "group": group, "spans": None})
+            out.append(
+                {"question": row["question"], "kind": read.kind.value, "group": group, "measure": None, "spans": None}
+            )
     return out
 
 
@@ -123,6 +126,8 @@ def write(items: list[dict], vectors: np.ndarray) -> None:
     order = [list(kind_model.classes_).index(kind.value) for kind in KINDS]
     grouped = [i for i, item in enumerate(items) if item["group"] is not None]
     group_model = fitted(x[grouped], [items[i]["group"] for i in grouped])
+    measured = [i for i, item in enumerate(items) if item["measure"] is not None]
+    measure_model = fitted(x[measured], [items[i]["measure"] for i in measured])
     spans = [
         item | {"tags": tags}
         for item in items
@@ -141,6 +146,9 @@ def write(items: list[dict], vectors: np.ndarray) -> None:
         group_weights=group_model.coef_.T.astype(np.float32),
         group_bias=group_model.intercept_.astype(np.float32),
         groups=group_model.classes_.astype(str),
+        measure_weights=measure_model.coef_.T.astype(np.float32),
+        measure_bias=measure_model.intercept_.astype(np.float32),
+        measures=measure_model.classes_.astype(str),
         features=vectorizer.get_feature_names_out().astype(str),
         tag_weights=tag_model.coef_.T.astype(np.float32),
         tag_bias=tag_model.intercept_.astype(np.float32),
@@ -151,7 +159,7 @@ def write(items: list[dict], vectors: np.ndarray) -> None:
     read = [reader.kind(q, understand(q).kind, v) for q, v in zip(questions, vectors, strict=True)]
     same = np.mean(np.array(read) == predicted)
     print(f"wrote {READER_FILE} ({READER_FILE.stat().st_size:,} bytes): reads as scikit-learn does {same:.3f} of them")
-    print(f"  from {len(items)} questions ({len(grouped)} tallies, {len(spans)} with spans, {len(word_y)} words)")
+    print(f"  from {len(items)} questions ({len(grouped)} tallies, {len(measured)} measures, {len(spans)} with spans)")
 
 
 def main() -> None:

@@ -45,6 +45,9 @@ def tally_updates(answers: list[Answer | None]) -> tuple[Any, Any]:
     if table is None or not table.rows:
         return gr.update(visible=False), gr.update(value=None, visible=False)
     frame = pd.DataFrame({table.group: [name for name, _ in table.rows], "papers": [n for _, n in table.rows]})
+    if table.of:  # a share: the papers each row is out of, and the percentage
+        frame["of"] = list(table.of)
+        frame["share (%)"] = [round(table.share(row), 1) for row in range(len(table.rows))]
     shown = f"{len(table.rows)} of {table.groups:,}" if len(table.rows) < table.groups else f"all {table.groups:,}"
     label = f"Papers per {table.group} ({shown}): the {papers_of(table.counted, table.what)}"
     return (

@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rag.answering.lists import compare_kind_answer, list_kind_answer
+from rag.answering.reading import reading_list_answer
 from rag.answering.related import related_answer
+from rag.answering.shares import share_answer
 from rag.answering.tally import tally_answer
 from rag.answering.tools import Tools
 from rag.core.types import Answer, Kind
@@ -20,12 +22,20 @@ from rag.question.question import Question
 
 Answerer = Callable[[Question, Tools], Answer]
 
+
+def counts_answer(question: Question, tools: Tools) -> Answer:
+    """A count over the metadata: counts (tally.py), or shares when asked as shares (shares.py)."""
+    tally = question.understood.tally
+    return (share_answer if tally is not None and tally.share else tally_answer)(question, tools)
+
+
 ANSWERERS: dict[Kind, Answerer] = {
     Kind.RELATED: related_answer,
-    Kind.TALLY: tally_answer,
+    Kind.TALLY: counts_answer,
     Kind.LIST: list_kind_answer,
     Kind.COUNT: list_kind_answer,
     Kind.OVERVIEW: list_kind_answer,
+    Kind.READING_LIST: reading_list_answer,
     Kind.COMPARE: compare_kind_answer,
 }
 

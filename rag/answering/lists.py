@@ -129,7 +129,7 @@ def list_answer(
     head = (
         f"{many} {noun} {'match' if len(listed) > 1 else 'matches'} “{topic.text}”{_within(applied)}{_leaving(topic)}:"
     )
-    lines = [head, *(_line(number, source, topic.text) for number, source in enumerate(listed, start=1))]
+    lines = [head, *(paper_line(number, source, topic.text) for number, source in enumerate(listed, start=1))]
     return replace(answer, text="\n".join(lines), sources=listed, answered_by="list")
 
 
@@ -170,7 +170,8 @@ def best_sentence(source: Source, topic: str) -> str:
     return plain_text(max(sentences, key=merit)[1]) if sentences else ""
 
 
-def _line(number: int, source: Source, topic: str) -> str:
+def paper_line(number: int, source: Source, topic: str) -> str:
+    """One paper of a list: its number, title, status and area, and the sentence that shows why it is on it."""
     facts = "; ".join(fact for fact in (source.status, source.primary_area.replace("&amp;", "&")) if fact)
     return (
         f"{number}. {plain_text(source.title)} [{number}]"

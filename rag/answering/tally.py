@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from rag.answering.lists import list_answer, topic_rankings
 from rag.core.filters import Filters
 from rag.core.tables import Table
-from rag.core.types import Answer, Kind
+from rag.core.types import Answer, Kind, Source
 from rag.core.wording import counted, papers_of, verb
 from rag.question.tally import Tally
 from rag.question.understand import ACCEPTED
@@ -36,29 +36,22 @@ SAID = 3  # groups the text names when the question asks for no top N
 
 def tally_answer(question: Question, tools: Tools) -> Answer:
     """The counts a counting question asks for, over the papers its filters admit (and its topic's, if it
-    names one, drawn with the search as a list draws them)."""
+    names one, drawn with the search as a list draws them). A share is answered by shares.py."""
     asked, applied = question.understood, question.filters
     tally = asked.tally
     assert tally is not None, "a tally question says what it counts (rag/question/tally.py)"
-    settings, stored = tools.settings, tools.metadata
-    columns, sources, drawn, line = stored(applied), [], "", ""
+    columns, sources, drawn, line = tools.metadata(applied), list[Source](), "", ""
     if asked.topic is not None:  # the papers on a topic ("… accepted papers on diffusion")
-        topic = asked.topic
-        rankings = topic_rankings(topic, applied, tools.search, settings)
-        listed = list_answer(topic, Kind.TALLY, applied, rankings, settings, question.asked)
-        if listed.refused:
-            return replace(listed, kind=Kind.TALLY)
-        sources, ranked = listed.sources, max(map(len, rankings))
-        columns = _only(columns, {source.paper_id for source in sources})
-        full = ranked >= settings.questions.list_cap and len(sources) == ranked  # as a list says "at least"
-        capped = ", as many as a list shows: there may be more" if full else ""
-        drawn = f"found on “{topic.text}” (those a list keeps of the {ranked} best-ranked{capped})"
-        line = f"the topic's papers {listed.line}"
-    missing = _missing(tally, applied, columns, stored)
+        topic = drawn_topic(question, applied, tools)
+        if isinstance(topic, Answer):
+            return topic
+        sources, drawn, line = topic
+        columns = only(columns, {source.paper_id for source in sources})
+    missing = _missing(tally, applied, columns, tools.metadata)
     if missing:
         return Answer(question.asked, missing, sources, refused=True, refusal_reason=missing, kind=Kind.TALLY)
     order = ranked_groups(tally, columns)
-    table = count(tally, order, len(columns["paper_id"]), _what(applied, drawn))
+    table = count(tally, order, len(columns["paper_id"]), what_counted(applied, drawn))
     return Answer(
         question=question.asked,
         text=_text(tally, table, order),
@@ -69,6 +62,23 @@ def tally_answer(question: Question, tools: Tools) -> Answer:
         line=line or None,
         table=table,
     )
+
+
+def drawn_topic(question: Question, applied: Filters, tools: Tools) -> tuple[list[Source], str, str] | Answer:
+    """The papers of the question's topic under `applied`, drawn as a list draws them: their sources, how they
+    were drawn and the list's line, in words; or the list's refusal when no paper is about it."""
+    topic = question.understood.topic
+    assert topic is not None
+    settings = tools.settings
+    rankings = topic_rankings(topic, applied, tools.search, settings)
+    listed = list_answer(topic, Kind.TALLY, applied, rankings, settings, question.asked)
+    if listed.refused:
+        return replace(listed, kind=Kind.TALLY)
+    ranked = max(map(len, rankings))
+    full = ranked >= settings.questions.list_cap and len(listed.sources) == ranked  # as a list says "at least"
+    capped = ", as many as a list shows: there may be more" if full else ""
+    drawn = f"found on “{topic.text}” (those a list keeps of the {ranked} best-ranked{capped})"
+    return listed.sources, drawn, f"the topic's papers {listed.line}"
 
 
 def ranked_groups(tally: Tally, columns: dict[str, list]) -> list[tuple[str, int]]:
@@ -96,7 +106,8 @@ def groups_of(field: str, value: object) -> list[str]:
     return [text.replace("&amp;", "&")] if text else []
 
 
-def _only(columns: dict[str, list], paper_ids: set[str]) -> dict[str, list]:
+def only(columns: dict[str, list], paper_ids: set[str]) -> dict[str, list]:
+    """The stored columns of the papers `paper_ids` names."""
     rows = [row for row, paper_id in enumerate(columns["paper_id"]) if paper_id in paper_ids]
     return {key: [values[row] for row in rows] for key, values in columns.items()}
 
@@ -115,7 +126,7 @@ def _missing(tally: Tally, applied: Filters, columns: dict[str, list], stored: S
     return ""
 
 
-def _what(applied: Filters, drawn: str) -> str:
+def what_counted(applied: Filters, drawn: str) -> str:
     """Which papers were counted, in words, after their number: 'papers with status: Oral'."""
     labels = applied.labels()
     accepted = set(applied.status) == set(ACCEPTED)  # "accepted" is three statuses: say which

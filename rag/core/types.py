@@ -27,10 +27,11 @@ class Kind(StrEnum):
     OVERVIEW = "overview"  # a field's papers grouped into themes
     TALLY = "tally"  # papers counted per group of a stored field ("which areas have the most orals?")
     RELATED = "related"  # the papers most like a paper
+    READING_LIST = "reading_list"  # a topic's papers to read, most central first
 
 
 # The kinds whose answer lists papers (`Answer.listed`).
-LISTING = frozenset({Kind.LIST, Kind.COUNT, Kind.OVERVIEW, Kind.TALLY})
+LISTING = frozenset({Kind.LIST, Kind.COUNT, Kind.OVERVIEW, Kind.TALLY, Kind.READING_LIST})
 
 
 @dataclass(frozen=True)

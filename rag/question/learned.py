@@ -6,7 +6,8 @@ the package (`reader.npz`, read once; numpy only, no scikit-learn or torch on th
 
 - **the kind**: a logistic regression over the question's word and word-pair weights (tf-idf), the bundled
   MiniLM's embedding of it, and the kind the rules read (understand.py), which it learns when to trust;
-- **the field a tally groups by** (primary area, status, author, or none), over the same features;
+- **the field a tally groups by** (primary area, status, author, or none), and **what a count measures** (a
+  count, a ranking, or a share: "what fraction of …", "acceptance rate per area"), over the same features;
 - **the spans**: a logistic regression per word over the word, its shape and its neighbours, which tags
   the topic ("the landscape of *LLM unlearning* research"), the paper a question is anchored on
   ("if I liked *Proteina*") and the other paper of a comparison (`_run` says how words make a span).
@@ -107,6 +108,9 @@ class Reader:
     group_weights: np.ndarray  # the same rows, a column per group
     group_bias: np.ndarray
     groups: tuple[str, ...]  # "primary_area", "status", "authors", "" (none)
+    measure_weights: np.ndarray  # the same rows, a column per measure
+    measure_bias: np.ndarray
+    measures: tuple[str, ...]  # "count", "ranking", "share"
     features: dict[str, int]  # word feature -> its row of tag_weights
     tag_weights: np.ndarray
     tag_bias: np.ndarray
@@ -133,6 +137,11 @@ class Reader:
         """The stored field a tally question groups by, "" for none (a plain count)."""
         features = self.kind_features(question, ruled, embedding)
         return self.groups[int(np.argmax(features @ self.group_weights + self.group_bias))]
+
+    def measure(self, question: str, ruled: Kind, embedding: np.ndarray) -> str:
+        """What a counting question measures: "count", "ranking" or "share"."""
+        features = self.kind_features(question, ruled, embedding)
+        return self.measures[int(np.argmax(features @ self.measure_weights + self.measure_bias))]
 
     def tag_probabilities(self, tokens: list[str], kind: Kind) -> np.ndarray:
         rows = [
@@ -167,6 +176,9 @@ class Reader:
                 group_weights=data["group_weights"],
                 group_bias=data["group_bias"],
                 groups=tuple(str(group) for group in data["groups"]),
+                measure_weights=data["measure_weights"],
+                measure_bias=data["measure_bias"],
+                measures=tuple(str(measure) for measure in data["measures"]),
                 features={str(feature): i for i, feature in enumerate(data["features"])},
                 tag_weights=data["tag_weights"],
                 tag_bias=data["tag_bias"],

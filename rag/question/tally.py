@@ -78,13 +78,15 @@ FILLER = re.compile(
 @dataclass(frozen=True)
 class Tally:
     """What a counting question asks: the stored field grouped by (None: a plain count), in words, how many
-    groups it asks for (None: not said), whether the fewest come first, and the topic ("" for all papers)."""
+    groups it asks for (None: not said), whether the fewest come first, the topic ("" for all papers), and
+    whether it asks for shares."""
 
     field: str | None
     group: str
     top: int | None
     fewest: bool
     topic: str
+    share: bool = False  # asked as a share ("what fraction of …", "acceptance rate per area"): shares, not counts
 
 
 def tally_of(understood: Understood) -> Tally | None:

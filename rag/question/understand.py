@@ -22,7 +22,7 @@ import numpy as np
 
 from rag.core.filters import Filters
 from rag.core.types import Kind
-from rag.question.learned import shipped
+from rag.question.learned import Reader, shipped
 from rag.question.overview_words import asks_about_evaluation, asks_for_overview, overview_topic
 from rag.question.related import pasted_abstract, related_question
 from rag.question.tally import COUNT, SEVERAL, Tally, tally_of, told_tally
@@ -86,6 +86,14 @@ AREA_NAMED = re.compile(
     rf"\b(?:in|from|under)\s+the\s+(?P<words>{AREA})\s+(?:primary\s+)?(?:area|track)\b", re.IGNORECASE
 )
 PLURAL_STATUS = re.compile(r"\b(?P<words>orals|spotlights|posters)\b", re.IGNORECASE)  # "which orals ..."
+# A decision said as a rate or as events: "the acceptance rate", "the share of withdrawals" (not "rejection
+# sampling" nor "acceptance probability", where the word belongs to a topic).
+RATE = re.compile(
+    r"\b(?P<words>(?:desk[- ])?(?:acceptance|rejection|withdrawal|oral|spotlight|poster)(?=\s+rates?\b)"
+    r"|(?:desk[- ])?(?:acceptances|rejections|withdrawals))\b",
+    re.IGNORECASE,
+)
+DECISIONS = {"acceptance": "accepted", "rejection": "rejected", "withdrawal": "withdrawn"}  # the nouns as STATUS_WORDS
 NAME = r"[A-Z][a-zà-ÿ'’-]+"
 FULL_NAME = rf"{NAME}(?:\s+(?:[A-Z]\.\s+)?{NAME}){{0,2}}"  # "Yoshua Bengio", "Ruslan R. Salakhutdinov"
 AUTHOR = re.compile(
@@ -202,14 +210,36 @@ def understand(
     text = _cut(question, cuts)
     kind, compared = _kind(question, text)
     understood = _narrower(Understood(question, text or question, kind, filters, compared))
-    return understood if embedding is None else relearned(understood, embedding)
+    return _rated(understood if embedding is None else relearned(understood, embedding))
+
+
+def _rated(understood: Understood) -> Understood:
+    """A count over the metadata with a decision said as a rate or as events ("the acceptance rate per area",
+    "the share of withdrawals"), filtered to it; in any other question the words are a topic's ("the
+    acceptance rate of draft tokens" in speculative decoding)."""
+    rates = [_decision(match["words"]) for match in RATE.finditer(understood.question)]
+    if understood.kind != Kind.TALLY or understood.filters.status or not rates:
+        return understood
+    statuses = [status for words in rates for status in _statuses(words)]
+    return replace(understood, filters=replace(understood.filters, status=tuple(dict.fromkeys(statuses))))
 
 
 def relearned(understood: Understood, embedding: np.ndarray) -> Understood:
-    """`understood` as the learned reader reads it (learned.py), where its kind differs from the rules': the
-    kind, and the spans that kind needs (a topic, the paper related papers are like, the two compared, the
-    field a tally groups by). Where the reader finds no span the kind needs, the rules' reading stands."""
+    """`understood` as the learned reader reads it (learned.py): its kind and the spans that kind needs where
+    they differ from the rules' (`_learned_kind`), and a count asked as a share ("what fraction of …", "the
+    acceptance rate per area") a tally of shares."""
     reader = shipped()
+    read = _learned_kind(understood, reader, embedding)
+    if read.kind in (Kind.TALLY, Kind.COUNT) and reader.measure(read.question, understood.kind, embedding) == "share":
+        tally = read.tally or Tally(None, "", None, False, read.topic.text if read.topic else "")
+        return replace(read, kind=Kind.TALLY, tally=replace(tally, share=True))
+    return read
+
+
+def _learned_kind(understood: Understood, reader: Reader, embedding: np.ndarray) -> Understood:
+    """The kind the learned reader reads, where it differs from the rules', and the spans that kind needs (a
+    topic, the paper related papers are like, the two compared, the field a tally groups by). Where the
+    reader finds no span the kind needs, the rules' reading stands."""
     kind = reader.kind(understood.question, understood.kind, embedding)
     if kind == understood.kind:
         return understood
@@ -222,7 +252,7 @@ def relearned(understood: Understood, embedding: np.ndarray) -> Understood:
         else:
             tally = told_tally(understood.text, field, spans.topic)
             return replace(plain, tally=tally, topic=topic_of(plain, tally.topic) if tally.topic else None)
-    if kind in (Kind.LIST, Kind.COUNT, Kind.OVERVIEW) and spans.topic:
+    if kind in (Kind.LIST, Kind.COUNT, Kind.OVERVIEW, Kind.READING_LIST) and spans.topic:
         topic = topic_of(plain, spans.topic)
         if not topic.left_out and (left := LEFT_OUT.search(understood.text)):  # "…, excluding X" after the span
             topic = replace(topic, left_out=left["left"].strip())
@@ -245,6 +275,13 @@ def _narrower(understood: Understood) -> Understood:
     if understood.kind in (Kind.LIST, Kind.COUNT, Kind.OVERVIEW):
         return replace(understood, topic=topic_of(understood))
     return understood
+
+
+def _decision(words: str) -> str:
+    """A decision's noun as its adjective ("desk rejections" -> "desk rejected"); other words as they are."""
+    return re.sub(
+        r"\b(acceptance|rejection|withdrawal)s?\b", lambda m: DECISIONS[m[1].lower()], words, flags=re.IGNORECASE
+    )
 
 
 def _statuses(words: str) -> list[str]:

@@ -34,3 +34,14 @@ def test_a_source_from_text_holds_one_passage_without_span():
     source = Source.from_text("p", "P", "A whole abstract … with an ellipsis.", 0.5)
     assert source.passages == (Passage("A whole abstract … with an ellipsis."),)
     assert source.text == "A whole abstract … with an ellipsis."
+
+
+def test_a_share_table_carries_what_each_row_is_out_of_to_the_apis_and_the_terminal():
+    from rag.core.tables import Table
+
+    table = Table("primary area", "primary_area", (("theory", 3), ("vision", 1)), 12, 2, "papers", of=(4, 8))
+    assert table.to_dict()["columns"] == ["primary area", "papers", "of", "share"]
+    assert table.to_dict()["rows"] == [["theory", 3, 4, 75.0], ["vision", 1, 8, 12.5]]
+    assert table.plain().splitlines()[1].split() == ["theory", "3", "4", "75.0%"]
+    counts = Table("primary area", "primary_area", (("theory", 3),), 3, 1, "papers")
+    assert counts.to_dict()["rows"] == [["theory", 3]] and "share" not in counts.plain()

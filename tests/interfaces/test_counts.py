@@ -73,3 +73,41 @@ def test_v1_carries_the_table_in_its_rag_field(tmp_path, moe_index, moe_sample):
     assert extra["kind"] == "tally" and reply["choices"][0]["message"]["content"] == extra["text"]
     assert {name: number for name, number in extra["table"]["rows"]} == expected
     assert extra["table"]["counted"] == sum(expected.values()) and extra["table"]["field"] == "primary_area"
+
+
+def test_a_share_is_counted_exactly_with_what_it_is_out_of_at_the_cli(moe_index, moe_sample):
+    """Asked as a share, in words no pattern of ours reads: the numerator and the denominator from the records."""
+    papers = records(moe_sample)
+    orals = sum(paper["status"] == "Oral" for paper in papers)
+    asked = rag("ask", "What fraction of the submissions ended up as orals?", "--json", index=moe_index)
+    data = json.loads(asked.stdout)
+    assert data["kind"] == "tally" and data["count"] == orals
+    assert data["table"]["rows"] == [["picked", orals]] and data["table"]["of"] == [len(papers)]
+    assert f"{orals:,} of the {len(papers):,} papers of the index ({100 * orals / len(papers):.1f}%)" in data["text"]
+
+
+def test_a_rate_per_area_is_each_area_s_share_of_its_own_papers_highest_first(moe_index, moe_sample):
+    papers = records(moe_sample)
+    in_area = Counter(paper["primary_area"].replace("&amp;", "&") for paper in papers)
+    orals = areas_of(papers, "Oral")
+    data = json.loads(rag("ask", "What is the oral rate per primary area?", "--json", index=moe_index).stdout)
+    assert data["kind"] == "tally"
+    rows = [(name, n, of) for (name, n), of in zip(data["table"]["rows"], data["table"]["of"], strict=True)]
+    assert {name: (n, of) for name, n, of in rows} == {area: (orals[area], in_area[area]) for area in in_area}
+    shares = [n / of for _, n, of in rows]
+    assert shares == sorted(shares, reverse=True)
+    printed = rag("ask", "What is the oral rate per primary area?", index=moe_index).stdout.splitlines()
+    assert any(line.split()[-3:] == ["papers", "of", "share"] for line in printed)  # the table as a terminal shows it
+
+
+def test_the_page_s_table_shows_a_share_with_what_it_is_out_of():
+    from rag.core.tables import Table
+    from rag.core.types import Answer
+    from ui.tally import tally_updates
+
+    table = Table("primary area", "primary_area", (("theory", 3), ("vision", 1)), 12, 2, "papers", of=(4, 8))
+    shown, chart = tally_updates([Answer("acceptance rate per area", "…", [], kind="tally", table=table)])
+    frame = shown["value"]
+    assert list(frame.columns) == ["primary area", "papers", "of", "share (%)"]
+    assert frame.values.tolist() == [["theory", 3, 4, 75.0], ["vision", 1, 8, 12.5]]
+    assert shown["visible"] and chart["visible"]

@@ -11,12 +11,14 @@ import sys
 import numpy as np
 import pytest
 from clirun import rag
-from conftest import user_environment
+from conftest import settings_for, user_environment
 
 from rag.core.config import PROJECT_ROOT
+from rag.core.markup import plain_text
 from rag.core.types import Kind
 from rag.question.learned import READER_FILE, Reader
 from rag.question.understand import understand
+from rag.service import RagService
 
 SORTED_AREAS = "Sort the research areas by how many orals they got"
 
@@ -46,7 +48,12 @@ def read(question: str, embeddings):
             "topic",
             "hallucination in vision-language models",
         ),
-        ("I'm starting out in machine unlearning: what should I read first?", Kind.LIST, "topic", "machine unlearning"),
+        (
+            "I'm starting out in machine unlearning: what should I read first?",
+            Kind.READING_LIST,
+            "topic",
+            "machine unlearning",
+        ),
         ("if I enjoyed RxnFlow, what should I look at next?", Kind.RELATED, "subject", "RxnFlow"),
         (
             "rank the authors by accepted papers on diffusion models",
@@ -97,3 +104,20 @@ def test_rag_answer_in_a_fresh_process_gives_an_overview_asked_as_a_landscape(mo
     overview = json.loads(done.stdout)
     assert overview["kind"] == "overview" and overview["themes"]
     assert overview["text"].startswith(f"{overview['count']} papers match “mixture-of-experts”")  # the topic alone
+
+
+def test_a_reading_list_puts_the_papers_most_like_the_others_first(moe_index, embeddings):
+    service = RagService(settings_for(moe_index), embeddings=embeddings)
+    answer = service.answer("I'm new to mixture-of-experts: what should I read first?")
+    assert answer.kind == "reading_list" and 3 <= len(answer.sources) <= 10
+    assert answer.text.startswith("A reading list on “mixture-of-experts”")
+    vectors = np.asarray(embeddings.embed_documents([f"{plain_text(s.title)}. {s.text}" for s in answer.sources]))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    listed = service.answer("Which papers are about mixture-of-experts?").sources  # all the topic's papers
+    drawn = [s for s in listed if s.paper_id in {r.paper_id for r in answer.sources}]
+    assert len(drawn) == len(answer.sources)
+    every = np.asarray(embeddings.embed_documents([f"{plain_text(s.title)}. {s.text}" for s in listed]))
+    every /= np.linalg.norm(every, axis=1, keepdims=True)
+    centrality = {s.paper_id: (every[i] @ every.T).sum() - 1 for i, s in enumerate(listed)}
+    ranked = [centrality[s.paper_id] for s in answer.sources]
+    assert ranked == sorted(ranked, reverse=True)
