@@ -156,7 +156,7 @@ def write(items: list[dict], vectors: np.ndarray) -> None:
     )
     reader = Reader.load()
     predicted = kind_model.predict(x)
-    read = [reader.kind(q, understand(q).kind, v) for q, v in zip(questions, vectors, strict=True)]
+    read = [reader.kind(reader.features(q, understand(q).kind, v)) for q, v in zip(questions, vectors, strict=True)]
     same = np.mean(np.array(read) == predicted)
     print(f"wrote {READER_FILE} ({READER_FILE.stat().st_size:,} bytes): reads as scikit-learn does {same:.3f} of them")
     print(f"  from {len(items)} questions ({len(grouped)} tallies, {len(measured)} measures, {len(spans)} with spans)")

@@ -58,6 +58,20 @@ def user_environment(home: Path) -> dict[str, str]:
     return env
 
 
+def fresh_python(script: str, index: Path, config: str = "extractive") -> str:
+    """`script` run by a new interpreter as a user's script runs, with `config` and `index` from the environment:
+    its standard output (a failure shows its standard error)."""
+    import subprocess
+    import sys
+
+    from rag.core.config import PROJECT_ROOT
+
+    env = {**user_environment(PROJECT_ROOT), "RAG_CONFIG": config, "RAG_VECTORSTORE__PATH": str(index)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def settings_for(index_dir: Path, config: str = "extractive", **sections) -> Settings:
     """A shipped config with its index moved to `index_dir` and any sections overridden."""
     vectorstore = {"path": str(index_dir), **sections.pop("vectorstore", {})}

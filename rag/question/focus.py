@@ -29,10 +29,9 @@ Search = Callable[[str, int, Filters], list[Source]]
 # Words that point back at what was just discussed.
 REFERS_BACK = re.compile(
     r"\b(it|its|itself|they|their|theirs|them|themselves|this|these|those|that|"
-    r"the (?:paper|papers|work|study|method|approach|model|framework|authors|system|technique|algorithm|agent)|"
-    r"the (?:first|second|third|last|former|latter)(?: one| paper| method)?)\b",
+    r"the (?:paper|papers|work|study|method|approach|model|framework|authors|system|technique|algorithm|agent))\b",
     re.IGNORECASE,
-)
+)  # and a place: "the first one", "#4", "the last two" (pointing.POINTER)
 # The words of a question that ask for a kind of fact rather than name a topic: "What benchmark did
 # they use?" has no topic of its own, "How are molecules generated?" has.
 ASKING_WORDS = frozenset(
@@ -102,9 +101,14 @@ def own_words(question: str) -> set[str]:
 
 
 def refers_back(question: str) -> bool:
-    """Whether the question points back at the conversation: a pronoun, "the paper", a place ("#4", "the
-    last two"), or no topic of its own."""
-    return bool(REFERS_BACK.search(question) or POINTER.search(question)) or not own_words(question)
+    """Whether the question points back at the conversation: a word that does (`points_back`), or no topic
+    of its own."""
+    return points_back(question) or not own_words(question)
+
+
+def points_back(question: str) -> bool:
+    """Whether a word of the question points back: a pronoun, "the paper", a place ("#4", "the last two")."""
+    return bool(REFERS_BACK.search(question) or POINTER.search(question))
 
 
 def narrowed(question: str, focus: tuple[str, ...]) -> tuple[str, ...]:
@@ -118,7 +122,7 @@ def asks_anew(question: str, focused: list[Source], found: list[Source]) -> bool
     """Whether a follow-up turns to another topic than the papers in focus (`focused`, as retrieved for
     it), given what an unrestricted search of it finds (`found`, best first). The words that point by place
     ("the second one") are no topic."""
-    points = bool(REFERS_BACK.search(question) or POINTER.search(question))
+    points = points_back(question)
     question = without_pointers(question)
     if not own_words(question):
         return False  # "What benchmark did they use?": about the papers in focus
@@ -180,7 +184,7 @@ def by_name(question: str, focused: list[Source]) -> str:
     """A follow-up that points to one paper by its place, with the paper's name in its place: "How does the
     second one work?" -> "How does Fast and Slow Generating work?", so its words are no search for "second"."""
     name = paper_name(focused[0]) or f"“{focused[0].title}”"
-    return POINTER.sub(name, question, count=1) if POINTER.search(question) else question
+    return POINTER.sub(name, question, count=1)
 
 
 class FocusMemory:

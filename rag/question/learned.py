@@ -23,6 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -98,23 +99,34 @@ class Spans:
 
 
 @dataclass(frozen=True)
+class Head:
+    """One linear model: a weight per feature and label, a bias per label, the labels."""
+
+    weights: np.ndarray  # (features, labels)
+    bias: np.ndarray
+    labels: tuple[str, ...]
+
+    def best(self, features: np.ndarray) -> str:
+        """The likeliest label for `features`."""
+        return self.labels[int(np.argmax(features @ self.weights + self.bias))]
+
+    @classmethod
+    def of(cls, data: Any, name: str, labels: str) -> Head:
+        return cls(data[f"{name}_weights"], data[f"{name}_bias"], tuple(str(label) for label in data[labels]))
+
+
+@dataclass(frozen=True)
 class Reader:
-    """The shipped models (see the module's docstring); `load()` reads them once."""
+    """The shipped models (see the module's docstring); `load()` reads them once. The three question-level
+    heads read the same features (`features`), computed once per question."""
 
     vocabulary: dict[str, int]  # term -> its column among the tf-idf features
     idf: np.ndarray
-    kind_weights: np.ndarray  # (embedding + terms + kinds, len(KINDS))
-    kind_bias: np.ndarray
-    group_weights: np.ndarray  # the same rows, a column per group
-    group_bias: np.ndarray
-    groups: tuple[str, ...]  # "primary_area", "status", "authors", "" (none)
-    measure_weights: np.ndarray  # the same rows, a column per measure
-    measure_bias: np.ndarray
-    measures: tuple[str, ...]  # "count", "ranking", "share"
-    features: dict[str, int]  # word feature -> its row of tag_weights
-    tag_weights: np.ndarray
-    tag_bias: np.ndarray
-    tags: tuple[str, ...]  # "O", "T", "A", "B"
+    kinds: Head  # over embedding + terms + the rules' kind: a column per Kind, in the order of KINDS
+    groups: Head  # the same features: "primary_area", "status", "authors", "" (none)
+    measures: Head  # the same features: "count", "ranking", "share"
+    word_features: dict[str, int]  # word feature -> its row of the tagger's weights
+    tags: Head  # "O", "T", "A", "B"
 
     def text_features(self, question: str) -> np.ndarray:
         """tf-idf as the model was fitted with it: sublinear counts, the idf, unit length."""
@@ -125,31 +137,20 @@ class Reader:
         norm = np.linalg.norm(vector)
         return vector / norm * TEXT_WEIGHT if norm else vector
 
-    def kind_features(self, question: str, ruled: Kind, embedding: np.ndarray) -> np.ndarray:
+    def features(self, question: str, ruled: Kind, embedding: np.ndarray) -> np.ndarray:
+        """What the question-level heads read: the embedding, the weighted tf-idf, the rules' kind (`ruled`)."""
         return np.concatenate([np.asarray(embedding, dtype=float), self.text_features(question), rules_features(ruled)])
 
-    def kind(self, question: str, ruled: Kind, embedding: np.ndarray) -> Kind:
-        """The likeliest kind of `question`, given what the rules read (`ruled`) and its embedding."""
-        features = self.kind_features(question, ruled, embedding)
-        return KINDS[int(np.argmax(features @ self.kind_weights + self.kind_bias))]
-
-    def group(self, question: str, ruled: Kind, embedding: np.ndarray) -> str:
-        """The stored field a tally question groups by, "" for none (a plain count)."""
-        features = self.kind_features(question, ruled, embedding)
-        return self.groups[int(np.argmax(features @ self.group_weights + self.group_bias))]
-
-    def measure(self, question: str, ruled: Kind, embedding: np.ndarray) -> str:
-        """What a counting question measures: "count", "ranking" or "share"."""
-        features = self.kind_features(question, ruled, embedding)
-        return self.measures[int(np.argmax(features @ self.measure_weights + self.measure_bias))]
+    def kind(self, features: np.ndarray) -> Kind:
+        """The likeliest kind of the question whose `features` these are."""
+        return Kind(self.kinds.best(features))
 
     def tag_probabilities(self, tokens: list[str], kind: Kind) -> np.ndarray:
         rows = [
-            [self.features[f] for f in word_features(tokens, kind.value, i) if f in self.features]
+            [self.word_features[f] for f in word_features(tokens, kind.value, i) if f in self.word_features]
             for i in range(len(tokens))
         ]
-        scores = np.array([self.tag_weights[row].sum(axis=0) for row in rows]) + self.tag_bias
-        return _softmax(scores)
+        return _softmax(np.array([self.tags.weights[row].sum(axis=0) for row in rows]) + self.tags.bias)
 
     def spans(self, question: str, kind: Kind) -> Spans:
         """The topic, anchor and other paper of `question`, each the words tagged so (`_run`)."""
@@ -158,7 +159,7 @@ class Reader:
             return Spans()
         probabilities = self.tag_probabilities([match.group() for match in found], kind)
         spans = {}
-        for column, tag in enumerate(self.tags):
+        for column, tag in enumerate(self.tags.labels):
             if tag in TAGS and (run := _run(probabilities[:, column], whole=TAGS[tag] == "topic")):
                 spans[TAGS[tag]] = question[found[run[0]].start() : found[run[1]].end()]
         return Spans(**spans)
@@ -171,18 +172,11 @@ class Reader:
             return cls(
                 vocabulary={str(term): i for i, term in enumerate(data["terms"])},
                 idf=data["idf"],
-                kind_weights=data["kind_weights"],
-                kind_bias=data["kind_bias"],
-                group_weights=data["group_weights"],
-                group_bias=data["group_bias"],
-                groups=tuple(str(group) for group in data["groups"]),
-                measure_weights=data["measure_weights"],
-                measure_bias=data["measure_bias"],
-                measures=tuple(str(measure) for measure in data["measures"]),
-                features={str(feature): i for i, feature in enumerate(data["features"])},
-                tag_weights=data["tag_weights"],
-                tag_bias=data["tag_bias"],
-                tags=tuple(str(tag) for tag in data["tags"]),
+                kinds=Head.of(data, "kind", "kinds"),
+                groups=Head.of(data, "group", "groups"),
+                measures=Head.of(data, "measure", "measures"),
+                word_features={str(feature): i for i, feature in enumerate(data["features"])},
+                tags=Head.of(data, "tag", "tags"),
             )
 
 

@@ -105,8 +105,7 @@ def tally_of(understood: Understood) -> Tally | None:
         (stored for pattern, stored in GROUPS.items() if words and re.fullmatch(pattern, words, re.IGNORECASE)),
         ("authors", "author"),  # "who has the most …"
     )
-    n = found.groupdict().get("n") or found.groupdict().get("m")
-    top = int(NUMBER_WORDS.get(n.lower(), 0) or n) if n else None
+    top = _number(found.groupdict().get("n") or found.groupdict().get("m"))
     rest = text[: found.start()] + " " + text[found.end() :]
     for pattern in (PER, TOP):  # a second phrase naming the group ("which areas … per area")
         rest = pattern.sub(" ", rest)
@@ -119,8 +118,12 @@ def told_tally(text: str, field: str | None, topic: str) -> Tally:
     read here, as numbers and words of `text`."""
     group = next((words for stored, words in GROUPS.values() if stored == field), "")
     n = re.search(rf"\b(?:top|first|the)\s+{TOP_N}\b", text, re.IGNORECASE)
-    top = int(NUMBER_WORDS.get(n["n"].lower(), 0) or n["n"]) if n else None
-    return Tally(field, group, top, bool(FEWEST.search(text)), topic)
+    return Tally(field, group, _number(n["n"] if n else None), bool(FEWEST.search(text)), topic)
+
+
+def _number(said: str | None) -> int | None:
+    """How many groups a question asks for, said in digits or a word ("5", "five"); None when not said."""
+    return int(NUMBER_WORDS.get(said.lower(), 0) or said) if said else None
 
 
 def _topic(text: str) -> str:

@@ -229,24 +229,25 @@ def relearned(understood: Understood, embedding: np.ndarray) -> Understood:
     they differ from the rules' (`_learned_kind`), and a count asked as a share ("what fraction of …", "the
     acceptance rate per area") a tally of shares."""
     reader = shipped()
-    read = _learned_kind(understood, reader, embedding)
-    if read.kind in (Kind.TALLY, Kind.COUNT) and reader.measure(read.question, understood.kind, embedding) == "share":
+    features = reader.features(understood.question, understood.kind, embedding)
+    read = _learned_kind(understood, reader, features)
+    if read.kind in (Kind.TALLY, Kind.COUNT) and reader.measures.best(features) == "share":
         tally = read.tally or Tally(None, "", None, False, read.topic.text if read.topic else "")
         return replace(read, kind=Kind.TALLY, tally=replace(tally, share=True))
     return read
 
 
-def _learned_kind(understood: Understood, reader: Reader, embedding: np.ndarray) -> Understood:
+def _learned_kind(understood: Understood, reader: Reader, features: np.ndarray) -> Understood:
     """The kind the learned reader reads, where it differs from the rules', and the spans that kind needs (a
     topic, the paper related papers are like, the two compared, the field a tally groups by). Where the
     reader finds no span the kind needs, the rules' reading stands."""
-    kind = reader.kind(understood.question, understood.kind, embedding)
+    kind = reader.kind(features)
     if kind == understood.kind:
         return understood
     spans = reader.spans(understood.question, kind)
     plain = replace(understood, kind=kind, topic=None, subject="", pasted=None, tally=None, compared=())
     if kind == Kind.TALLY:
-        field = reader.group(understood.question, understood.kind, embedding) or None
+        field = reader.groups.best(features) or None
         if field is None and spans.topic:  # "how many papers on X": a count of the topic's papers
             kind, plain = Kind.COUNT, replace(plain, kind=Kind.COUNT)
         else:

@@ -5,17 +5,14 @@ over the records the index was built from (the slice of the real list in `moe_sa
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import Counter
 
 import httpx
 import pytest
 from clirun import rag
-from conftest import user_environment
+from conftest import fresh_python, user_environment
 
 from benchmarks.harness.servers import ServeProcess
-from rag.core.config import PROJECT_ROOT
 
 AREAS_OF_ORALS = "Which research areas have the most oral papers?"
 
@@ -52,10 +49,8 @@ def test_rag_answer_in_a_fresh_process_counts_the_withdrawn_and_per_status(moe_i
         "for question in ('How many papers are there per status?', 'How many papers were rejected?'):\n"
         "    print(json.dumps(rag.answer(question).to_payload()))\n"
     )
-    env = {**user_environment(PROJECT_ROOT), "RAG_CONFIG": "extractive", "RAG_VECTORSTORE__PATH": str(moe_index)}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr
-    per_status, rejected = (json.loads(line) for line in done.stdout.splitlines())
+    shown = fresh_python(script, moe_index)
+    per_status, rejected = (json.loads(line) for line in shown.splitlines())
     statuses = Counter(paper["status"] for paper in records(moe_sample))
     assert dict(map(tuple, per_status["table"]["rows"])) == statuses
     assert per_status["table"]["columns"] == ["status", "papers"]

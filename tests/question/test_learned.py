@@ -5,15 +5,12 @@ in a fresh process), with the rules alone one setting away."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 from clirun import rag
-from conftest import settings_for, user_environment
+from conftest import fresh_python, settings_for
 
-from rag.core.config import PROJECT_ROOT
 from rag.core.markup import plain_text
 from rag.core.types import Kind
 from rag.question.learned import READER_FILE, Reader
@@ -30,8 +27,8 @@ def records(path) -> list[dict]:
 def test_the_shipped_reader_is_small_and_knows_every_kind():
     assert READER_FILE.stat().st_size < 1_000_000
     reader = Reader.load()
-    assert set(reader.groups) == {"", "primary_area", "status", "authors"}
-    assert set(reader.tags) == {"O", "T", "A", "B"}
+    assert set(reader.groups.labels) == {"", "primary_area", "status", "authors"}
+    assert set(reader.tags.labels) == {"O", "T", "A", "B"}
 
 
 def read(question: str, embeddings):
@@ -98,10 +95,8 @@ def test_rag_answer_in_a_fresh_process_gives_an_overview_asked_as_a_landscape(mo
         "import json, rag\n"
         "print(json.dumps(rag.answer('What is the landscape of mixture-of-experts research?').to_payload()))\n"
     )
-    env = {**user_environment(PROJECT_ROOT), "RAG_CONFIG": "extractive", "RAG_VECTORSTORE__PATH": str(moe_index)}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr
-    overview = json.loads(done.stdout)
+    shown = fresh_python(script, moe_index)
+    overview = json.loads(shown)
     assert overview["kind"] == "overview" and overview["themes"]
     assert overview["text"].startswith(f"{overview['count']} papers match “mixture-of-experts”")  # the topic alone
 

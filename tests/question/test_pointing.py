@@ -4,13 +4,10 @@ those papers, and answered from them, through `rag.answer()` in a fresh process 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
-from conftest import user_environment
+from conftest import fresh_python
 
-from rag.core.config import PROJECT_ROOT
 from rag.question.focus import narrowed
 from rag.question.pointing import pointed, without_pointers
 
@@ -49,10 +46,8 @@ def test_rag_answer_in_a_fresh_process_answers_the_third_paper_of_a_long_list(mo
         "then = rag.answer('What does the third one propose?', history=[(first.question, first.text)])\n"
         "print(json.dumps([first.to_payload(), then.to_payload()]))\n"
     )
-    env = {**user_environment(PROJECT_ROOT), "RAG_CONFIG": "extractive", "RAG_VECTORSTORE__PATH": str(moe_index)}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr
-    listed, followed = json.loads(done.stdout)
+    shown = fresh_python(script, moe_index)
+    listed, followed = json.loads(shown)
     assert len(listed["cited"]) > 3
     third = listed["cited"][2]
     assert followed["focus"] == [third] and followed["cited"] == [third]
