@@ -9,16 +9,20 @@ user's question goes.
 
 A follow-up is asked after its `history`, each earlier question answered in turn and sent back as text,
 as a chat client does. The papers it points to are the ids at its `refers_to` positions among the papers
-that earlier answer cited, in the order it first cited them (what a reader sees numbered); it is read
-right when its answer's focus is exactly those papers. Kinds the product has no answer for yet
-(`reading_list`) count as misses. Filters are compared as sets per field (status, area, author,
-has_code); an answer's `filters` are those applied.
+that earlier answer numbered (`Answer.numbered`: those it cited, in order; of related papers, the related
+ones); it is read right when its answer's focus is exactly those papers. Filters are compared as sets per
+field (status, area, author, has_code); an answer's `filters` are those applied. A question's slots (its
+topic, the field a tally groups by, whether it asks for shares, the paper related papers are like and what
+"but for" restricts them to, the two papers compared) are read by `RagService.understand` and compared word
+by word (`same_span`); "slots ok" counts a question whose filters, slots and (for a follow-up) papers
+pointed to are all right.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections import Counter, defaultdict
@@ -28,6 +32,7 @@ import numpy as np
 
 from rag.core.config import with_overrides
 from rag.core.errors import InputError
+from rag.question.understand import Understood
 from rag.service import RagService
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,13 +51,55 @@ def pointed_to(refers_to: dict, earlier: list[list[str]]) -> set[str]:
 
 
 def comparable(filters: dict) -> dict[str, frozenset]:
-    """Filters as sets per field, the empty ones left out."""
+    """Filters as sets per field, the empty ones left out; the stored key `primary_area` is the set's `area`."""
     out = {}
     for name, value in (filters or {}).items():
+        name = "area" if name == "primary_area" else name  # the set's name for it
         values = value if isinstance(value, list | tuple) else [value]
         if values and values != [None]:
             out[name] = frozenset(str(v) for v in values)
     return out
+
+
+GROUPED_BY = {"area": "primary_area", "status": "status", "author": "authors"}  # the set's names -> stored keys
+
+
+def words_of(text: str | None) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", (text or "").lower())) - {"the", "a", "an", "of", "on", "in", "for", "and"}
+
+
+def same_span(read: str | None, gold: str | None) -> bool:
+    """Whether a span is read right: the same words, give or take (F1 of their words ≥ 2/3); none for none."""
+    got, want = words_of(read), words_of(gold)
+    if not want or not got:
+        return not want and not got
+    shared = len(got & want)
+    return 2 * shared / (len(got) + len(want)) >= 2 / 3
+
+
+def slots_right(understood: Understood, item: dict) -> dict[str, bool]:
+    """Each slot the labelled question has, read right or not: the topic (of a list, count, overview,
+    reading list or tally), the field a tally groups by, whether a count is asked as shares, the paper related
+    papers are like and what "but for" restricts them to, and the two papers compared. A question read as
+    another kind has its slots wrong."""
+    kind = item["kind"]
+    same_kind = understood.kind == kind
+    tally = understood.tally
+    slots: dict[str, bool] = {}
+    if kind in ("list", "count", "overview", "reading_list") or (kind == "tally" and item.get("topic")):
+        topic = understood.topic.text if understood.topic else (tally.topic if tally else "")
+        slots["topic"] = same_kind and same_span(topic, item.get("topic"))
+    if kind == "tally":
+        slots["group_by"] = same_kind and (tally.field if tally else None) == GROUPED_BY.get(item.get("group_by") or "")
+        slots["measure"] = same_kind and bool(tally and tally.share) == (item.get("measure") == "share")
+    if kind == "related":
+        slots["anchor"] = same_kind and same_span(understood.subject, item.get("anchor"))
+        slots["restrict"] = same_kind and same_span(understood.restrict, item.get("restrict"))
+    if kind == "compare":
+        named = understood.compared + ("", "")
+        slots["anchor"] = same_kind and same_span(named[0], item.get("anchor"))
+        slots["other"] = same_kind and same_span(named[1], item.get("other"))
+    return slots
 
 
 def read_one(service: RagService, item: dict) -> dict:
@@ -61,7 +108,7 @@ def read_one(service: RagService, item: dict) -> dict:
     for question in item.get("history") or []:
         answer = service.answer(question, history=list(turns))
         turns.append((question, answer.text))
-        earlier.append(answer.cited)
+        earlier.append(answer.numbered)
     started = time.perf_counter()
     answer = service.answer(item["question"], history=turns)
     row = {
@@ -76,6 +123,10 @@ def read_one(service: RagService, item: dict) -> dict:
     if item.get("refers_to"):
         expected = pointed_to(item["refers_to"], earlier)
         row["points_ok"] = bool(expected) and set(answer.focus) == expected
+    elif not item.get("history"):
+        row["slots"] = slots_right(service.understand(item["question"]), item)
+    slots = [row["filters_ok"], *row.get("slots", {}).values(), *([row["points_ok"]] if "points_ok" in row else [])]
+    row["slots_ok"] = all(slots)
     return row
 
 
@@ -86,21 +137,31 @@ def read_safely(service: RagService, item: dict) -> dict:
         return read_one(service, item)
     except InputError as error:
         wrong = {"question": item["question"], "gold_kind": item["kind"], "kind": "error", "error": str(error)}
-        return {**wrong, "kind_ok": False, "filters_ok": False, **({"points_ok": False} if "refers_to" in item else {})}
+        return {**wrong, "kind_ok": False, "filters_ok": False, "slots_ok": False} | (
+            {"points_ok": False} if "refers_to" in item else {}
+        )
 
 
 def table(rows: list[dict]) -> str:
     by_kind: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         by_kind[row["gold_kind"]].append(row)
-    lines = [f"{'kind':14} {'n':>4} {'kind ok':>8} {'filters ok':>10}  read as"]
+    lines = [f"{'kind':14} {'n':>4} {'kind ok':>8} {'filters ok':>10} {'slots ok':>8}  read as"]
     for kind, group in sorted(by_kind.items()) + [("all", rows)]:
         read_as = Counter(row["kind"] for row in group).most_common(3)
         lines.append(
             f"{kind:14} {len(group):4d} {sum(r['kind_ok'] for r in group) / len(group):8.3f} "
-            f"{sum(r['filters_ok'] for r in group) / len(group):10.3f}  "
+            f"{sum(r['filters_ok'] for r in group) / len(group):10.3f} "
+            f"{sum(r['slots_ok'] for r in group) / len(group):8.3f}  "
             + ", ".join(f"{name} {count}" for name, count in read_as)
         )
+    each = defaultdict(list)
+    for row in rows:
+        for slot, right in row.get("slots", {}).items():
+            each[slot].append(right)
+    lines.append(
+        "each slot: " + ", ".join(f"{slot} {sum(r) / len(r):.3f} ({len(r)})" for slot, r in sorted(each.items()))
+    )
     followups = [row for row in rows if "points_ok" in row]
     if followups:
         right = sum(row["points_ok"] for row in followups)

@@ -311,8 +311,7 @@ class RagService:
         read = self.config.questions.understand if understand is None else understand
         understood = self.understand(standalone.question) if read else None
         asked = read_question(standalone, understood, question, given_filters(filters), frozenset(dropped))
-        lookup = bool(standalone.focus) or not read  # held to the papers in focus, or taken literally: a lookup
-        answer = None if lookup else kind_answer(asked, self.tools())  # related, tally, list, ...
+        answer = kind_answer(asked, self.tools()) if read else None  # None: a look-up (taken literally, or a fact)
         if answer is None:  # a lookup: the answer pipeline's, over what retrieval finds
             sources = self.search(asked.text, k, standalone.held(asked.filters))
             pieces = self.pipeline.stream(asked, sources)

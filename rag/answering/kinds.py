@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rag.answering.focused import focus_answer
 from rag.answering.lists import compare_kind_answer, list_kind_answer
 from rag.answering.reading import reading_list_answer
 from rag.answering.related import related_answer
@@ -19,6 +20,7 @@ from rag.answering.tally import tally_answer
 from rag.answering.tools import Tools
 from rag.core.types import Answer, Kind
 from rag.question.question import Question
+from rag.question.understand import TOPICAL
 
 Answerer = Callable[[Question, Tools], Answer]
 
@@ -41,6 +43,12 @@ ANSWERERS: dict[Kind, Answerer] = {
 
 
 def kind_answer(question: Question, tools: Tools) -> Answer | None:
-    """The answer of the question's kind, saying what every answer says of its question; None for a look-up."""
+    """The answer of the question's kind, saying what every answer says of its question; None for a look-up.
+    A follow-up held to the papers in focus is a look-up of them unless it asks their stored fields or for
+    another kind over them (focused.py)."""
+    if question.focus:
+        return focus_answer(question, tools)
+    if question.kind in TOPICAL and question.understood.topic is None:
+        return None  # "which should I read first?" with no papers in focus and no topic: a look-up
     answerer = ANSWERERS.get(question.kind)
     return None if answerer is None else question.stamped(answerer(question, tools), tools.settings.name)

@@ -29,14 +29,12 @@ from rag.core.markup import plain_text
 from rag.core.types import Answer, Kind, Source
 from rag.core.wording import scope
 from rag.index.lexical import terms
-from rag.question.understand import Topic, Understood
+from rag.question.understand import LONG_TOPIC, Topic, Understood
 from rag.text.words import source_sentences
 
 if TYPE_CHECKING:
     from rag.answering.tools import Search, Tools
     from rag.question.question import Question
-
-LONG_TOPIC = 6  # words: a longer topic is a description ("generate DAGs by combining …"), not a name
 
 
 def list_kind_answer(question: Question, tools: Tools) -> Answer:
@@ -143,7 +141,10 @@ def compare_answer(question: Question, pairs: list[tuple[str, Source | None]]) -
         else:
             number = sources.index(source) + 1
             sentence = best_sentence(source, f"{question.text} {name}")
-            lines.append(f"{name} (“{plain_text(source.title)}”): {sentence} [{number}]")
+            title = f"“{plain_text(source.title)}”"  # after the name, unless the name is the title
+            lines.append(
+                f"{name} ({title}): {sentence} [{number}]" if name != title else f"{title}: {sentence} [{number}]"
+            )
     refused = not sources
     return Answer(
         question=question.asked,

@@ -11,12 +11,13 @@ page's "More like this" all come here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from rag.answering.background import is_background
+from rag.answering.lists import on_topic
 from rag.answering.refusal import refusal_reason
 from rag.core.config import checked_k
 from rag.core.errors import InputError
@@ -84,11 +85,15 @@ class Related:
     subject: Source  # paper_id "your-abstract" for a user's own abstract
     papers: list[RelatedPaper] = field(default_factory=list)
     method: str = "fused"
+    among: str = ""  # the papers they were ranked among, when not all ("the 12 papers on “web navigation”")
 
     @property
     def text(self) -> str:
         """Each related paper on a line, with the two sentences that tie it, cited: [1] is the given paper."""
-        head = f"Papers related to “{plain_text(self.subject.title)}” [1], each with the sentences that tie them:"
+        among = f" among {self.among}" if self.among else ""
+        head = (
+            f"Papers related to “{plain_text(self.subject.title)}” [1]{among}, each with the sentences that tie them:"
+        )
         lines = [head]
         for number, paper in enumerate(self.papers, start=2):
             source, tie = paper.source, paper.tie
@@ -199,7 +204,21 @@ def related_answer(question: Question, tools: Tools) -> Answer:
             text = f"No indexed paper is “{named}”, so none can be related to it."
             return Answer(question.asked, text, found, refused=True, kind=Kind.RELATED, refusal_reason=text)
         paper_id = passing[0].paper_id
-    return tools.related(paper_id, filters=applied).answer(question.asked)
+    return related_among(paper_id, question, tools)
+
+
+def related_among(paper_id: str, question: Question, tools: Tools) -> Answer:
+    """The papers like a stored one, among those on the topic the question restricts to, if it does ("… but
+    for web navigation": the papers a list of that topic holds)."""
+    applied, restrict = question.filters, question.understood.restrict
+    if not restrict:
+        return tools.related(paper_id, filters=applied).answer(question.asked)
+    on_it = on_topic(tools.search(restrict, tools.settings.questions.list_cap, applied), restrict, tools.settings)
+    if not on_it:
+        text = f"No indexed paper is about “{restrict}”, so none like it can be found among them."
+        return Answer(question.asked, text, [], refused=True, kind=Kind.RELATED, refusal_reason=text)
+    related = tools.related(paper_id, filters=replace(applied, papers=tuple(source.paper_id for source in on_it)))
+    return replace(related, among=f"the {len(on_it)} papers on “{restrict}”").answer(question.asked)
 
 
 def stored_paper(parts: Parts, name: str) -> str | None:

@@ -21,8 +21,8 @@ from rag.core.filters import Filters
 from rag.core.tables import Table
 from rag.core.types import Answer, Kind, Source
 from rag.core.wording import counted, papers_of, verb
+from rag.question.filter_words import ACCEPTED
 from rag.question.tally import Tally
-from rag.question.understand import ACCEPTED
 
 if TYPE_CHECKING:
     from rag.answering.tools import Tools

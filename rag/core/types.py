@@ -241,6 +241,12 @@ class Answer:
         """Paper ids the text cites, in order of first citation."""
         return [self.sources[n - 1].paper_id for n in cited_numbers(self.text, len(self.sources))]
 
+    @property
+    def numbered(self) -> list[str]:
+        """The papers it cites as a reader sees them numbered, which a follow-up's "the second one" counts:
+        all it cites, in order; of related papers, the related ones (the paper they are like is [1], unnumbered)."""
+        return self.cited[1:] if self.kind == Kind.RELATED and not self.refused else self.cited
+
     def provenance(self, model: str = "") -> str | None:
         """Who wrote the text, in words for readers who don't know the pipeline (the page and the CLI);
         None for a refusal or when unknown. `replaced` keeps the pipeline's own reason, for JSON.

@@ -13,8 +13,9 @@ from dataclasses import replace
 from rag.core.filters import Filters
 from rag.core.markers import cited_numbers
 from rag.core.types import Answer, Kind
-from rag.question.focus import FocusMemory, History, Search, Turn, as_turns, held_to_focus, pairs
+from rag.question.focus import FocusMemory, History, Search, Turn, as_turns, gone_back, held_to_focus, pairs
 from rag.question.followup import Rewriter, Standalone, checked_standalone
+from rag.question.pointing import POINTER, pointed
 from rag.question.understand import Understood
 
 
@@ -49,8 +50,27 @@ class Conversation:
         turns = as_turns(history)
         rewriter: Callable[[], Rewriter] = self.rewriter if rewrite else RuleOnly
         search: Search = self.search
-        focused = lambda: held_to_focus(question, turns, self.memory.focus_of(turns), search, rewriter)  # noqa: E731
-        return checked_standalone(question, pairs(turns), rewriter, self.clean, focused)
+        return checked_standalone(
+            question, pairs(turns), rewriter, self.clean, lambda: self.held(question, turns, search, rewriter)
+        )
+
+    def held(
+        self, question: str, turns: list[Turn], search: Search, rewriter: Callable[[], Rewriter]
+    ) -> Standalone | None:
+        """The follow-up held to the papers in focus (focus.py): those of the last answer, or of the earlier
+        one it goes back to ("Going back to the first list, …"), or the latest that holds the places it points
+        to."""
+        back = gone_back(question, turns, lambda end: len(self.memory.cited_in(turns[:end])) > 1)
+        if back is not None:
+            end, question = back
+            turns = turns[:end]
+        elif POINTER.search(question) and pointed(question, len(self.memory.focus_of(turns))) is None:
+            # "the first three" when the last answer cited one paper: the latest answer before it with that many
+            ends = range(len(turns) - 1, max(len(turns) - 4, 0), -1)
+            turns = next(
+                (turns[:end] for end in ends if pointed(question, len(self.memory.cited_in(turns[:end])))), turns
+            )
+        return held_to_focus(question, turns, self.memory.focus_of(turns), search, rewriter)
 
     def cited_again(self, turns: list[Turn]) -> tuple[str, ...]:
         """What the last turn's answer cited, recovered: its [n] markers read against the sources its
@@ -68,8 +88,9 @@ class Conversation:
         return tuple(dict.fromkeys(sources[n - 1].paper_id for n in cited_numbers(last.answer, len(sources))))
 
     def remembering(self, pieces: Iterator[str | Answer]) -> Iterator[str | Answer]:
-        """An answer's stream, passed on; the papers the final answer cites are remembered by its text."""
+        """An answer's stream, passed on; the papers the final answer cites (as numbered) are remembered by its
+        text."""
         for piece in pieces:
             if isinstance(piece, Answer):
-                self.memory.remember(piece.text, piece.cited)
+                self.memory.remember(piece.text, piece.numbered)
             yield piece

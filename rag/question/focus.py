@@ -21,7 +21,7 @@ from rag.core.filters import Filters
 from rag.core.text import EVIDENCE_STOPWORDS
 from rag.core.types import Answer, Source
 from rag.question.followup import Rewriter, Standalone
-from rag.question.pointing import POINTER, pointed, without_pointers
+from rag.question.pointing import PLACES, POINTER, pointed, without_pointers
 from rag.text.naming import paper_name
 
 Search = Callable[[str, int, Filters], list[Source]]
@@ -42,12 +42,29 @@ ASKING_WORDS = frozenset(
     "improves improvement improvements name named called test tested setting settings show showed find found "
     "findings propose proposed introduce introduced present presented else another more other exactly kind "
     "kinds type types number many much tell know explain details detail run ran runs conduct conducted "
-    "apply applied work works wrote write written authored author authors".split()
+    "apply applied work works wrote write written authored author authors paper papers similar related like "
+    "closest close differ differs difference differences read first start begin".split()
 )
 # A question looking for papers ("Which paper shows that ...", "any other work on ...") asks anew.
 SEEKS_PAPERS = re.compile(r"\b(which|what|any|other|another)\s+(papers?|works?|studies|study)\b", re.IGNORECASE)
 # A name the question gives: a word with a capital or digit after its first letter (RxnFlow, GPT-4o, R3D2).
 NAME = re.compile(r"\b[A-Za-z][A-Za-z0-9]*[A-Z0-9][\w-]*")
+# A follow-up that opens by going back past the last answer: "Going back to the first list - …", "Back to the
+# jailbreak ones: …", "In the grokking list, …". What it names says which answer: a place among the answers
+# that listed papers, or the words of the question that answer was given to.
+GOES_BACK = re.compile(
+    r"^\W*(?:(?:ok|okay|so|now|and)\W+)*(?:(?P<back>(?:(?:going|go|coming|come|returning)\s+)?back)\s+to|in|from)"
+    r"\s+(?:the|that|those)\s+(?P<named>(?:[\w-]+\s+){0,5}?)(?:list|ones|papers|answer|results)\b\W*",
+    re.IGNORECASE,
+)
+# An answer that numbers its papers, one a line: a list ("1. RxnFlow [1] …"), a reading list.
+NUMBERED = re.compile(r"^\s*2\. ", re.MULTILINE)
+EARLIER = {
+    "earlier": -1,
+    "previous": -1,
+    "other": -1,
+    "original": 1,
+}  # the latest list before the last answer; the first
 
 
 @dataclass(frozen=True)
@@ -62,7 +79,7 @@ class Turn:
     @classmethod
     def of(cls, answer: Answer) -> Turn:
         """An answer as a turn of the conversation's history, with the papers it leaves in focus."""
-        return cls(answer.question, answer.text, tuple(answer.cited))
+        return cls(answer.question, answer.text, tuple(answer.numbered))
 
 
 History = Sequence[Turn | tuple[str, str] | Sequence[str]]
@@ -109,6 +126,27 @@ def refers_back(question: str) -> bool:
 def points_back(question: str) -> bool:
     """Whether a word of the question points back: a pronoun, "the paper", a place ("#4", "the last two")."""
     return bool(REFERS_BACK.search(question) or POINTER.search(question))
+
+
+def gone_back(question: str, turns: Sequence[Turn], listed: Callable[[int], bool]) -> tuple[int, str] | None:
+    """Where a follow-up that goes back past the last answer goes (`GOES_BACK`): the number of turns up to the
+    one it names, and the question without the words that name it; None when it names none of them.
+    `listed(n)`: whether the n-th turn's answer cited several papers (a list, for "the first list")."""
+    match = GOES_BACK.search(question)
+    named = match["named"].lower().split() if match else []
+    if match is None or not (named or match["back"]) or len(turns) < 2:
+        return None
+    rest = question[match.end() :]
+    rest = rest[:1].upper() + rest[1:]
+    place = next((PLACES.get(word) or EARLIER.get(word) for word in named if word in PLACES or word in EARLIER), None)
+    if place is not None:  # among the answers before the last that cited several papers
+        lists = [end for end in range(1, len(turns)) if listed(end)]
+        index = place - 1 if place > 0 else place
+        return (lists[index], rest) if -len(lists) <= index < len(lists) else None
+    words = {word[:6] for word in own_words(" ".join(named))}
+    shared = [len(stems_in(words, turn.question)) for turn in turns]
+    best = max(range(len(turns) - 1), key=lambda number: shared[number])
+    return (best + 1, rest) if shared[best] > shared[-1] else None
 
 
 def narrowed(question: str, focus: tuple[str, ...]) -> tuple[str, ...]:
@@ -160,14 +198,17 @@ def held_to_focus(
         return None
     if not refers_back(question):
         return Standalone(question)
-    found = search(question, 3, Filters())
-    # "the second one" is the second paper of the last answer; if what it asks is another's of those
-    # papers, the user counted otherwise: held to all of them.
-    for held in dict.fromkeys([narrowed(question, focus), focus]):
+    pointed_to = narrowed(question, focus)
+    # A place in a numbered list is what the reader sees: held to those papers whatever it asks. "The second
+    # one" of an answer that cites in prose is the second paper it cited; if what it asks is another's of
+    # those papers, the user counted otherwise: held to all of them.
+    numbered = pointed_to != focus and NUMBERED.search(turns[-1].answer)
+    found = [] if numbered else search(question, 3, Filters())
+    for held in dict.fromkeys([pointed_to] if numbered else [pointed_to, focus]):
         focused = search(question, len(held), Filters(papers=held))
         if not focused:
             return None  # the papers in focus are no longer in the index
-        if not asks_anew(question, focused, found):
+        if numbered or not asks_anew(question, focused, found):
             focus = held
             break
     else:

@@ -19,7 +19,8 @@ PLACE = rf"(?:{'|'.join(PLACES)}|\d{{1,2}}(?:st|nd|rd|th)|last|former|latter)"
 THING = r"(?:\s+(?:ones?|papers?|works?|methods?|results?|approach(?:es)?|models?|submissions?))?"
 POINTER = re.compile(
     rf"\b(?:the\s+)?(?P<end>first|last|top)\s+(?P<many>two|three|four|five|\d)\b{THING}"  # the first two, last 3
-    rf"|\bthe\s+(?P<place>{PLACE})(?:\s*(?:,|and|&)\s*(?:the\s+)?(?P<also>{PLACE}))*{THING}\b"  # the first and third
+    rf"|\b(?:the|that|this)\s+(?P<place>{PLACE})"  # the second one, that first one, the first and third
+    rf"(?:\s*(?:,|and|&)\s*(?:the\s+)?(?P<also>{PLACE}))*{THING}\b"
     r"|(?:#|\b(?:paper|number|no\.|result|item)\s+)(?P<number>\d{1,2})\b",  # #4, paper 2
     re.IGNORECASE,
 )

@@ -28,6 +28,18 @@ ASKS_FOR_CODE = re.compile(
     r"\b(code|github|repository|repo|implementation|website|link|url|available|released?)\b", re.I
 )
 
+# The stored fields a question asks of the papers it points to: "who wrote the first one?", "is the last one an
+# oral?", "which of the first five got accepted?", "what area is the second one in?".
+ASKS_FIELD = {
+    "status": re.compile(r"\b(?:accepted|rejected|withdrawn|orals?|spotlights?|posters?|status)\b", re.I),
+    "primary_area": re.compile(r"\b(?:primary\s+area|(?:which|what)\s+(?:primary\s+)?(?:area|track))\b", re.I),
+    "authors": re.compile(  # not "what do the authors argue": that is the abstract's
+        r"\bwho\s+(?:wrote|authored|(?:are|were|is|was)\s+(?:the\s+)?(?:first\s+)?authors?)\b"
+        r"|\b(?:authors?\s+(?:of|list)|(?:written|authored)\s+by)\b",
+        re.I,
+    ),
+}
+
 # A number a question may look up ("26%", "20.9%", "1.2 million", "50,000"): with a decimal point, a
 # percent sign, a thousands separator or a scale word, or three digits or more; not "2" or "3D".
 LOOKED_UP_NUMBER = re.compile(
@@ -54,6 +66,7 @@ class Question:
     numbers: tuple[str, ...]  # the numbers it looks up ("What is the 20.9% figure about?")
     filters: Filters  # those applied: each given by the user, else the one its words state (unless dropped)
     stated: tuple[str, ...]  # the filters its words state that apply, in words ("status: Oral")
+    fields: tuple[str, ...] = ()  # the stored fields it asks of the papers in focus ("who wrote the first one?")
 
     @property
     def text(self) -> str:
@@ -115,6 +128,7 @@ def read(
         numbers=tuple(LOOKED_UP_NUMBER.findall(text)),
         filters=understood.applied(given, dropped),
         stated=tuple(understood.in_use(given, dropped).labels()),
+        fields=tuple(name for name, asks in ASKS_FIELD.items() if standalone.focus and asks.search(text)),
     )
 
 

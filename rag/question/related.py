@@ -14,6 +14,10 @@ RELATED_QUESTION = re.compile(
     r"|(?:more\s+)?(?:papers?|works?)\s+like)\s+(?P<subject>.+?)[\s?.!]*$",
     re.IGNORECASE | re.DOTALL,
 )
+# "X but for web navigation", "like X, but in robotics": the papers like X among those on another topic.
+BUT_FOR = re.compile(
+    r"[\s,;]*\bbut\s+(?:for|in|on|about|applied\s+to|focused\s+on|restricted\s+to)\s+(?P<topic>[^,;?!.]+)", re.I
+)
 MY_ABSTRACT = re.compile(r"^(?:my|this|the\s+following)\s+abstract\s*[:,-]?\s*", re.IGNORECASE)
 ABSTRACT_WORDS = 30  # a subject this long is an abstract pasted in, not a paper's name
 
@@ -28,3 +32,11 @@ def pasted_abstract(subject: str) -> str | None:
     """The abstract a question pastes in ("related to my abstract: …", or a long text), else None."""
     rest = MY_ABSTRACT.sub("", subject, count=1)
     return rest if rest != subject or len(subject.split()) >= ABSTRACT_WORDS else None
+
+
+def but_for(question: str, subject: str) -> tuple[str, str]:
+    """The paper a related question is like, without what "but for Y" restricts to, and Y ("" when none)."""
+    restrict = BUT_FOR.search(question)
+    if restrict is None:
+        return subject, ""
+    return BUT_FOR.sub("", subject).strip(" \"'“”") or subject, restrict["topic"].strip()

@@ -5,7 +5,8 @@
 reinforcement-learning area; "compare RxnFlow and SynFlowNet" a *compare* of two named papers;
 anything else a *lookup*. Filter words are removed from the text retrieval ranks on, so "oral"
 does not pull in papers about oral health, and the filters go to `Filters`. Deterministic and
-fast; every rule is a pattern here, tested on the dev split of tests/eval/list_questions.jsonl.
+fast; every rule is a pattern here or in filter_words.py (the words that state a filter), tested on the
+dev split of tests/eval/list_questions.jsonl.
 
 A filter word counts only where it qualifies the papers asked about ("oral papers", "accepted RL
 papers", "papers by Yoshua Bengio", "papers with code"), not where it is part of the topic
@@ -21,91 +22,31 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from rag.core.filters import Filters
+from rag.core.text import EVIDENCE_STOPWORDS
 from rag.core.types import Kind
+from rag.question.filter_words import (
+    AREA_NAMED,
+    AUTHOR,
+    BEFORE_PAPERS,
+    PAPERS,
+    PLURAL_STATUS,
+    RATE,
+    STATUS_AFTER,
+    STATUS_AT,
+    STATUS_OF_PAPERS,
+    WITH_CODE,
+    areas_in,
+    decision,
+    statuses_in,
+)
 from rag.question.learned import Reader, shipped
 from rag.question.overview_words import asks_about_evaluation, asks_for_overview, overview_topic
-from rag.question.related import pasted_abstract, related_question
+from rag.question.related import but_for, pasted_abstract, related_question
 from rag.question.tally import COUNT, SEVERAL, Tally, tally_of, told_tally
 
-PAPERS = r"(?:papers?|works?|submissions?|articles?|ones)"
-ACCEPTED = ("Oral", "Spotlight", "Poster")
-STATUS_WORDS = {  # word -> stored statuses; longest first, so "desk-rejected" wins over "rejected"
-    r"desk[- ]rejected": ("Desk Rejected",),
-    r"accepted": ACCEPTED,
-    r"rejected": ("Reject",),
-    r"withdrawn": ("Withdrawn",),
-    r"orals?": ("Oral",),
-    r"spotlights?": ("Spotlight",),
-    r"posters?": ("Poster",),
-}
-# Short forms researchers type for the primary areas (stored strings, "&amp;" included).
-AREA_WORDS = {
-    r"RL|reinforcement[- ]learning": "reinforcement learning",
-    r"safety|alignment|fairness|privacy": "alignment, fairness, safety, privacy, and societal considerations",
-    r"generative(?:[- ]model(?:s|ing)?)?": "generative models",
-    r"graph(?:[- ]learning)?|geometric(?:[- ]learning)?": "learning on graphs and other geometries &amp; topologies",
-    r"time[- ]series": "learning on time series and dynamical systems",
-    r"(?:learning[- ])?theory|theoretical": "learning theory",
-    r"optimi[sz]ation": "optimization",
-    r"interpretability|explainab(?:le|ility)(?:[- ]AI)?|XAI": "interpretability and explainable AI",
-    r"causal(?:ity|[- ]reasoning)?": "causal reasoning",
-    r"robotics?": "applications to robotics, autonomy, planning",
-    r"neuroscience|cognitive[- ]science": "applications to neuroscience &amp; cognitive science",
-    r"(?:physical[- ])?sciences?|physics|chemistry|biology|AI4Science": (
-        "applications to physical sciences (physics, chemistry, biology, etc.)"
-    ),
-    r"datasets?(?:[- ]and[- ]benchmarks?)?|benchmarks?": "datasets and benchmarks",
-    r"representation[- ]learning|self[- ]supervised": (
-        "unsupervised, self-supervised, semi-supervised, and supervised representation learning"
-    ),
-    r"transfer[- ]learning|meta[- ]learning|continual[- ]learning|lifelong[- ]learning": (
-        "transfer learning, meta learning, and lifelong learning"
-    ),
-    r"probabilistic|bayesian": "probabilistic methods (Bayesian methods, variational inference, sampling, UQ, etc.)",
-    r"neurosymbolic": "neurosymbolic &amp; hybrid AI systems (physics-informed, logic &amp; formal reasoning, etc.)",
-    r"(?:ML[- ])?systems|infrastructure": "infrastructure, software libraries, hardware, systems, etc.",
-    r"LLM|foundation[- ]models?|frontier[- ]models?": "foundation or frontier models, including LLMs",
-    r"vision|computer[- ]vision|audio|NLP": "applications to computer vision, audio, language, and other modalities",
-}
-STATUS = "|".join(STATUS_WORDS)
-AREA = "|".join(f"(?:{words})" for words in AREA_WORDS)
-# Status and area words qualify the papers when they stand before the noun ("accepted RL papers"),
-# or when "papers" is followed by "that were accepted" / "in the RL area".
-BEFORE_PAPERS = re.compile(
-    rf"\b(?P<words>(?:(?:{STATUS}|{AREA})(?:\s*(?:,|and|or|/)\s*|\s+)){{1,3}}){PAPERS}\b", re.IGNORECASE
-)
-STATUS_AFTER = re.compile(rf"\b(?:that|which)\s+(?:were|was|got|have\s+been|are)\s+(?P<words>{STATUS})\b", re.I)
-# "How many papers were withdrawn?", "papers on diffusion that got accepted": a decision said of the papers.
-STATUS_OF_PAPERS = re.compile(
-    rf"\b{PAPERS}(?:\s+[\w-]+){{0,4}}?\s+(?:were|was|got|have\s+been)\s+"
-    r"(?P<words>accepted|rejected|withdrawn|desk[- ]rejected)\b",
-    re.I,
-)
-STATUS_AT = re.compile(r"\b(?P<words>accepted|rejected)\s+(?:at|to|by)\s+ICLR(?:\s*2025)?\b", re.IGNORECASE)
-AREA_NAMED = re.compile(
-    rf"\b(?:in|from|under)\s+the\s+(?P<words>{AREA})\s+(?:primary\s+)?(?:area|track)\b", re.IGNORECASE
-)
-PLURAL_STATUS = re.compile(r"\b(?P<words>orals|spotlights|posters)\b", re.IGNORECASE)  # "which orals ..."
-# A decision said as a rate or as events: "the acceptance rate", "the share of withdrawals" (not "rejection
-# sampling" nor "acceptance probability", where the word belongs to a topic).
-RATE = re.compile(
-    r"\b(?P<words>(?:desk[- ])?(?:acceptance|rejection|withdrawal|oral|spotlight|poster)(?=\s+rates?\b)"
-    r"|(?:desk[- ])?(?:acceptances|rejections|withdrawals))\b",
-    re.IGNORECASE,
-)
-DECISIONS = {"acceptance": "accepted", "rejection": "rejected", "withdrawal": "withdrawn"}  # the nouns as STATUS_WORDS
-NAME = r"[A-Z][a-zà-ÿ'’-]+"
-FULL_NAME = rf"{NAME}(?:\s+(?:[A-Z]\.\s+)?{NAME}){{0,2}}"  # "Yoshua Bengio", "Ruslan R. Salakhutdinov"
-AUTHOR = re.compile(
-    rf"\b(?:(?:written|authored|co-authored)\s+)?by\s+(?P<author>{FULL_NAME})"
-    rf"|\bwith\s+(?P<with>{FULL_NAME})\s+(?:as|among\s+the)\s+(?:an?\s+)?(?:co-?)?authors?\b"
-)
-WITH_CODE = re.compile(
-    r"\b(?:(?:that\s+)?comes?\s+with|with|that\s+(?:have|has|release|releases|share|shares|provide|provides|link\s+to))\s+"
-    r"(?:(?:public|open[- ]source|released|available)\s+)?(?:code|github(?:\s+repos?(?:itories)?)?)\b"
-    r"(?:\s+(?:available|released|online))?",
-    re.IGNORECASE,
-)
+LEAD_IN = re.compile(r"^(?:(?:in|on|about|of|for|the|regarding|around|into|within|to)\s+)+", re.IGNORECASE)
+LONG_TOPIC = 6  # words: a longer topic is a description ("generate DAGs by combining …"), not a name
+TOPICAL = (Kind.LIST, Kind.COUNT, Kind.OVERVIEW, Kind.READING_LIST)  # the kinds about a topic's papers
 LIST = re.compile(
     rf"^\W*(?:(?:which|what)\s+{SEVERAL}|{SEVERAL}\s+(?=about|on|that|which|with|by)"
     rf"|(?:please\s+)?(?:show|list|find|give|name)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?{SEVERAL}"
@@ -153,6 +94,7 @@ class Understood:
     subject: str = ""  # for related: the paper named (its name, title or id), or the abstract pasted in
     pasted: str | None = None  # for related: the abstract pasted in ("related to my abstract: …"), if any
     tally: Tally | None = None  # for tally: the field grouped by, how many groups, the topic
+    restrict: str = ""  # for related: the topic the papers like the subject are among ("… but for web navigation")
 
     @classmethod
     def literal(cls, question: str) -> Understood:
@@ -186,11 +128,11 @@ def understand(
     cuts: list[tuple[int, int]] = []
 
     def take(match: re.Match, words: str) -> None:
-        found_status, found_area = _statuses(words), _areas(words)
+        found_status, found_area = statuses_in(words), areas_in(words)
         if found_status or found_area:
             statuses.extend(s for s in found_status if s not in statuses)
             areas.extend(a for a in found_area if a not in areas)
-            cuts.append(match.span("words"))
+            cuts.append(match.span("cut" if "cut" in match.re.groupindex else "words"))
 
     for match in BEFORE_PAPERS.finditer(question):
         take(match, match["words"])
@@ -199,8 +141,10 @@ def understand(
             if not any(start <= match.start("words") < end for start, end in cuts):
                 take(match, match["words"])
     author = ""
-    if (by := AUTHOR.search(question)) and known_author(by["author"] or by["with"]):
-        author = by["author"] or by["with"]
+    by = AUTHOR.search(question)
+    named = next((name for name in by.groups() if name), "") if by else ""
+    if by and known_author(named):
+        author = named
         cuts.append(by.span())
     has_code = None
     if code := WITH_CODE.search(question):
@@ -210,17 +154,25 @@ def understand(
     text = _cut(question, cuts)
     kind, compared = _kind(question, text)
     understood = _narrower(Understood(question, text or question, kind, filters, compared))
-    return _rated(understood if embedding is None else relearned(understood, embedding))
+    return _restricted(_rated(understood if embedding is None else relearned(understood, embedding)))
+
+
+def _restricted(understood: Understood) -> Understood:
+    """A related question's "but for Y" read apart from the paper it is like."""
+    if understood.kind != Kind.RELATED or understood.pasted is not None:
+        return understood
+    subject, restrict = but_for(understood.question, understood.subject)
+    return replace(understood, subject=subject, restrict=restrict)
 
 
 def _rated(understood: Understood) -> Understood:
     """A count over the metadata with a decision said as a rate or as events ("the acceptance rate per area",
     "the share of withdrawals"), filtered to it; in any other question the words are a topic's ("the
     acceptance rate of draft tokens" in speculative decoding)."""
-    rates = [_decision(match["words"]) for match in RATE.finditer(understood.question)]
+    rates = [decision(match["words"]) for match in RATE.finditer(understood.question)]
     if understood.kind != Kind.TALLY or understood.filters.status or not rates:
         return understood
-    statuses = [status for words in rates for status in _statuses(words)]
+    statuses = [status for words in rates for status in statuses_in(words)]
     return replace(understood, filters=replace(understood.filters, status=tuple(dict.fromkeys(statuses))))
 
 
@@ -242,8 +194,11 @@ def _learned_kind(understood: Understood, reader: Reader, features: np.ndarray) 
     topic, the paper related papers are like, the two compared, the field a tally groups by). Where the
     reader finds no span the kind needs, the rules' reading stands."""
     kind = reader.kind(features)
-    if kind == understood.kind:
-        return understood
+    if kind == understood.kind:  # the rules' reading, with the learned topic ("how many X papers are there": X)
+        span = reader.spans(understood.text, kind).topic if kind in TOPICAL else ""
+        return (
+            replace(understood, topic=_topic(understood, span)) if span and not _trims(understood, span) else understood
+        )
     spans = reader.spans(understood.question, kind)
     plain = replace(understood, kind=kind, topic=None, subject="", pasted=None, tally=None, compared=())
     if kind == Kind.TALLY:
@@ -253,16 +208,36 @@ def _learned_kind(understood: Understood, reader: Reader, features: np.ndarray) 
         else:
             tally = told_tally(understood.text, field, spans.topic)
             return replace(plain, tally=tally, topic=topic_of(plain, tally.topic) if tally.topic else None)
-    if kind in (Kind.LIST, Kind.COUNT, Kind.OVERVIEW, Kind.READING_LIST) and spans.topic:
-        topic = topic_of(plain, spans.topic)
-        if not topic.left_out and (left := LEFT_OUT.search(understood.text)):  # "…, excluding X" after the span
-            topic = replace(topic, left_out=left["left"].strip())
-        return replace(plain, topic=topic)
+    if kind in TOPICAL and (topic := reader.spans(understood.text, kind).topic):  # without the filters' words
+        return replace(plain, topic=_topic(plain, topic))
     if kind == Kind.RELATED and spans.anchor:
         return replace(plain, subject=spans.anchor, pasted=pasted_abstract(spans.anchor))
     if kind == Kind.COMPARE and spans.anchor and spans.other:
         return replace(plain, compared=(spans.anchor, spans.other))
+    if kind == Kind.READING_LIST:  # "which of these should I read first?": of the papers in focus, if any
+        return plain
     return plain if kind == Kind.LOOKUP else understood
+
+
+def _trims(understood: Understood, span: str) -> bool:
+    """Whether a learned topic only trims words off a description the rules read (a topic of more than
+    `LONG_TOPIC` words, all of the span's among them): the tagger drops words of a long description ("design
+    2D architectural floor plans" lost "plans"), so the description stands; a short topic is a name, and a
+    rules' topic of a few words the span is not inside is leftovers ("how many X papers are there": "there")."""
+    if understood.topic is None:
+        return False
+    described = set(re.findall(r"[\w-]+", understood.topic.text.lower())) - EVIDENCE_STOPWORDS
+    spanned = set(re.findall(r"[\w-]+", span.lower())) - EVIDENCE_STOPWORDS
+    return len(described) > LONG_TOPIC and spanned <= described
+
+
+def _topic(understood: Understood, span: str) -> Topic:
+    """The topic of a learned span (without the words that lead into it: "in graph neural networks"), with what
+    the question leaves out ("…, excluding X" after the span)."""
+    topic = topic_of(understood, LEAD_IN.sub("", span) or span)
+    if not topic.left_out and (left := LEFT_OUT.search(understood.text)):
+        topic = replace(topic, left_out=left["left"].strip())
+    return topic
 
 
 def _narrower(understood: Understood) -> Understood:
@@ -276,33 +251,6 @@ def _narrower(understood: Understood) -> Understood:
     if understood.kind in (Kind.LIST, Kind.COUNT, Kind.OVERVIEW):
         return replace(understood, topic=topic_of(understood))
     return understood
-
-
-def _decision(words: str) -> str:
-    """A decision's noun as its adjective ("desk rejections" -> "desk rejected"); other words as they are."""
-    return re.sub(
-        r"\b(acceptance|rejection|withdrawal)s?\b", lambda m: DECISIONS[m[1].lower()], words, flags=re.IGNORECASE
-    )
-
-
-def _statuses(words: str) -> list[str]:
-    found: list[str] = []
-    for word in re.findall(rf"\b(?:{STATUS})\b", words, re.IGNORECASE):
-        for pattern, stored in STATUS_WORDS.items():
-            if re.fullmatch(pattern, word, re.IGNORECASE):
-                found.extend(s for s in stored if s not in found)
-                break
-    return found
-
-
-def _areas(words: str) -> list[str]:
-    found = []
-    for pattern, stored in AREA_WORDS.items():
-        # Acronyms (RL, LLM, NLP) only in capitals: "rl" inside a word never counts, "llm" typed lower does not.
-        flags = 0 if pattern.split("|")[0].isupper() else re.IGNORECASE
-        if re.search(rf"\b(?:{pattern})\b", words, flags) and stored not in found:
-            found.append(stored)
-    return found
 
 
 def _cut(question: str, spans: list[tuple[int, int]]) -> str:

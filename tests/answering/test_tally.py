@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 from conftest import SEED_TEXT
 
-from rag.question.understand import ACCEPTED
+from rag.question.filter_words import ACCEPTED
 
 
 def stored(service) -> list[dict]:

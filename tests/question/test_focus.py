@@ -7,7 +7,16 @@ import pytest
 
 from rag.core.errors import InputError
 from rag.core.types import Match, Source
-from rag.question.focus import FocusMemory, Turn, as_turns, asks_anew, held_to_focus, narrowed, refers_back
+from rag.question.focus import (
+    FocusMemory,
+    Turn,
+    as_turns,
+    asks_anew,
+    gone_back,
+    held_to_focus,
+    narrowed,
+    refers_back,
+)
 
 
 def paper(paper_id: str, text: str) -> Source:
@@ -69,7 +78,7 @@ def test_the_history_may_be_turns_pairs_or_lists_and_anything_else_is_named():
         as_turns([("Q1", "A1"), "just text"])
 
 
-def test_the_second_one_is_held_to_all_papers_in_focus_when_what_it_asks_is_another_s_of_them():
+def test_the_second_one_of_prose_is_held_to_all_papers_when_it_asks_another_s_but_of_a_numbered_list_to_it():
     molecules = paper("nextmol", "NExT-Mol predicts 3D conformers with a diffusion model.")
     templates = paper("rxnflow", "RxnFlow assembles molecules from reaction templates.")
     papers = {"nextmol": molecules, "rxnflow": templates}
@@ -87,6 +96,10 @@ def test_the_second_one_is_held_to_all_papers_in_focus_when_what_it_asks_is_anot
     asked = "How does the second one predict conformers?"
     counted_otherwise = held_to_focus(asked, turns, turns[0].papers, search, NoModel)
     assert counted_otherwise is not None and counted_otherwise.focus == ("nextmol", "rxnflow")
+    # A numbered list is counted as the reader sees it: the second one, whatever it asks.
+    listed = [Turn("Which papers generate molecules?", "1. NExT-Mol [1]\n2. RxnFlow [2]", ("nextmol", "rxnflow"))]
+    held = held_to_focus(asked, listed, listed[0].papers, search, NoModel)
+    assert held is not None and held.focus == ("rxnflow",)
 
 
 def test_the_focus_is_what_the_last_answer_cited_carried_remembered_or_recovered():
@@ -107,3 +120,23 @@ def test_the_focus_is_what_the_last_answer_cited_carried_remembered_or_recovered
     assert memory.focus_of([hanabi, Turn("How many GPU hours did they need?", "Not answered.")]) == ("r3d2",)
     assert memory.focus_of([hanabi, Turn("Which paper folds proteins?", "Not answered.")]) == ()
     assert memory.focus_of([]) == ()
+
+
+def test_a_follow_up_goes_back_to_the_answer_it_names_by_its_place_among_the_lists_or_by_its_words():
+    turns = [
+        Turn("Which papers study grokking?", "1. A [1]\n2. B [2]", ("a", "b")),
+        Turn("Give me a reading list on mechanistic interpretability", "1. C [1]\n2. D [2]", ("c", "d")),
+        Turn("Who wrote the first one?", "C [1]: authors …", ("c",)),
+    ]
+    listed = lambda end: len(turns[end - 1].papers) > 1  # noqa: E731
+    assert gone_back("Going back to the first list - what does the fourth paper find?", turns, listed) == (
+        1,
+        "What does the fourth paper find?",
+    )
+    assert gone_back("In the grokking list, who are the authors of paper 2?", turns, listed) == (
+        1,
+        "Who are the authors of paper 2?",
+    )
+    assert gone_back("Back to the previous list: how do the first two differ?", turns, listed)[0] == 2
+    assert gone_back("In the paper, what is the loss?", turns, listed) is None  # names no earlier answer
+    assert gone_back("Going back to the grokking list, which one?", turns[:1], listed) is None  # nothing before

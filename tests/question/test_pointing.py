@@ -52,3 +52,37 @@ def test_rag_answer_in_a_fresh_process_answers_the_third_paper_of_a_long_list(mo
     third = listed["cited"][2]
     assert followed["focus"] == [third] and followed["cited"] == [third]
     assert not followed["refused"]
+
+
+def test_follow_ups_ask_the_papers_pointed_to_for_fields_a_compare_related_papers_a_reading_list_and_go_back(
+    moe_index, moe_sample
+):
+    script = (
+        "import json, rag\n"
+        "history, shown = [], []\n"
+        "for question in ['Which papers are about mixture-of-experts?', 'who wrote the second one?',\n"
+        "                 'Which of the first three got accepted?', 'how does the second one compare to the first?',\n"
+        "                 'Which oral papers study expert routing?',\n"
+        "                 'Going back to the first list, papers similar to the fourth one?',\n"
+        "                 'which of these should I read first?', 'who wrote the first one?']:\n"
+        "    answer = rag.answer(question, history=history)\n"
+        "    history.append((question, answer.text))\n"
+        "    shown.append(answer.to_payload())\n"
+        "print(json.dumps(shown))\n"
+    )
+    listed, wrote, accepted, compared, other_list, back, first_read, first_related = json.loads(
+        fresh_python(script, moe_index)
+    )
+    stored = {record["id"]: record for record in map(json.loads, moe_sample.read_text().splitlines())}
+    first, second, third, fourth = listed["cited"][:4]
+    assert wrote["focus"] == [second] and wrote["cited"] == [second] and wrote["kind"] == "lookup"
+    assert ", ".join(stored[second]["authors"]) in wrote["text"]  # as stored, not as a model would say them
+    decided = sum(stored[paper]["status"] in ("Oral", "Spotlight", "Poster") for paper in (first, second, third))
+    assert accepted["focus"] == [first, second, third] and accepted["cited"] == [first, second, third]
+    assert accepted["text"].startswith(f"{decided} of these 3 papers have the status Oral or Spotlight or Poster")
+    assert compared["kind"] == "compare" and compared["cited"] == [second, first]
+    assert len(other_list["cited"]) > 1 and other_list["cited"][:4] != listed["cited"][:4]
+    assert back["kind"] == "related" and back["focus"] == [fourth] and back["cited"][0] == fourth
+    # Related papers are numbered from the first related one ([2]); the paper they are like ([1]) is no place.
+    assert first_read["kind"] == "reading_list" and set(first_read["focus"]) == set(back["cited"][1:])
+    assert first_related["focus"] == [first_read["cited"][0]]

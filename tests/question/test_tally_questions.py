@@ -9,8 +9,9 @@ import pytest
 
 from rag.core.config import PROJECT_ROOT
 from rag.core.filters import Filters
+from rag.question.filter_words import ACCEPTED
 from rag.question.tally import Tally, tally_of
-from rag.question.understand import ACCEPTED, understand
+from rag.question.understand import understand
 
 EVAL = PROJECT_ROOT / "tests" / "eval"
 

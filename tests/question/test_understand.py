@@ -44,6 +44,16 @@ RL = "reinforcement learning"
         ("Which works best to stop language models reciting training data?", "lookup", Filters(), None),
         ("What does the method trade off, accuracy versus latency in serving?", "lookup", Filters(), None),
         ("Which papers apply reinforcement learning to chip placement?", "list", Filters(), None),
+        # The words that state a filter go whole, the author said as an owner or a subject too.
+        (
+            "any papers on KV cache compression in the foundation models area?",
+            "list",
+            Filters(primary_area=("foundation or frontier models, including LLMs",)),
+            "KV cache compression",
+        ),
+        ("Which papers on causal representation learning are Kun Zhang's?", "list", Filters(author="Kun Zhang"), None),
+        ("How many papers did Junchi Yan have on graph matching?", "count", Filters(author="Junchi Yan"), None),
+        ("papers on diffusion that got accepted", "list", Filters(status=ACCEPTED), "diffusion"),
     ],
 )
 def test_the_kind_and_the_filters_stated_in_words_are_read(question, kind, filters, topic):
@@ -88,6 +98,18 @@ def test_a_topic_splits_into_alternatives_only_when_each_is_a_short_name(topic, 
 def test_what_a_list_leaves_out_is_read_apart_from_its_topic(question, topic, left_out):
     read = understand(question).topic
     assert (read.text, read.left_out) == (topic, left_out)
+
+
+@pytest.mark.parametrize(
+    "question, subject, restrict",
+    [
+        ("Papers like RxnFlow but for proteins", "RxnFlow", "proteins"),
+        ("Which papers are most similar to RxnFlow?", "RxnFlow", ""),
+    ],
+)
+def test_a_related_question_reads_what_but_for_restricts_to_apart_from_the_paper(question, subject, restrict):
+    understood = understand(question)
+    assert (understood.kind, understood.subject, understood.restrict) == ("related", subject, restrict)
 
 
 def test_compare_names_the_two_things_compared():
@@ -215,5 +237,6 @@ def test_by_counts_only_for_an_author_the_index_holds(moe):
     title = "Weakly-Supervised Affordance Grounding Guided by Progressive Self-Reasoning"
     assert understand(title, known_author=lambda name: False).filters.empty
     assert understand(title).filters.author.startswith("Progressive Self")  # the rule alone
+    assert understand("What is Adam's update rule?").filters.empty  # one name is no author: a method
     answer = moe.answer(title)  # a title asked as a question: no author of that name in the index
     assert answer.understood == [] and answer.filters == {}

@@ -1,0 +1,112 @@
+"""A follow-up about the papers in focus that asks for more than a look-up of their abstracts: their stored
+fields ("who wrote the first one?", "which of the first five got accepted?"), two of them side by side ("how
+does the second one compare to the first?"), the papers like one of them ("more like the third one", "…
+but for web navigation"), or which of them to read first.
+
+The papers are the ones the conversation points to (rag/question/focus.py), taken by id: never searched for
+again by a name. Any other follow-up is a look-up held to them (the answer pipeline's).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from rag.answering.lists import compare_answer, paper_line
+from rag.answering.reading import READ, most_central_first
+from rag.answering.related import related_among
+from rag.core.filters import Filters
+from rag.core.markup import plain_text
+from rag.core.types import Answer, Kind, Source
+from rag.question.filter_words import statuses_in
+from rag.text.naming import paper_name
+
+if TYPE_CHECKING:
+    from rag.answering.tools import Tools
+    from rag.question.question import Question
+
+WHY = "The abstracts and the stored fields don't say why a decision was made."
+
+
+def focus_answer(question: Question, tools: Tools) -> Answer | None:
+    """The answer of a follow-up that asks the papers in focus for a stored field, or for a kind other than a
+    look-up; None when it is a look-up of their abstracts."""
+    answerer = fields_answer if question.fields else ON_FOCUS.get(question.kind)
+    if not question.focus or answerer is None:
+        return None
+    answer = answerer(question, tools)
+    return None if answer is None else question.stamped(answer, tools.settings.name)
+
+
+def in_focus(question: Question, tools: Tools) -> list[Source]:
+    """The papers in focus, in the order the conversation gave them (the order they were numbered)."""
+    found = tools.search(question.text, len(question.focus), Filters(papers=question.focus))
+    order = {paper_id: place for place, paper_id in enumerate(question.focus)}
+    return sorted(found, key=lambda source: order.get(source.paper_id, len(order)))
+
+
+def fields_answer(question: Question, tools: Tools) -> Answer:
+    """Each paper's stored fields the question asks for: its status, area or authors (in the metadata's
+    order, not the byline's). A status it names is counted among them ("which of them got
+    accepted?"), and a "why" of a decision is said to be beyond the abstracts."""
+    papers = in_focus(question, tools)
+    lines = [f"{number}. {plain_text(source.title)} [{number}]: {_fields(source, question.fields)}"
+             for number, source in enumerate(papers, start=1)]  # fmt: skip
+    if len(papers) == 1:
+        lines = [f"“{plain_text(papers[0].title)}” [1]: {_fields(papers[0], question.fields)}"]
+    named = question.understood.filters.status or statuses_in(question.text)
+    if named and len(papers) > 1 and "status" in question.fields:
+        having = sum(source.status in named for source in papers)
+        lines.insert(0, f"{having} of these {len(papers)} papers have the status {' or '.join(named)}:")
+    if "status" in question.fields and question.text.lower().lstrip().startswith("why"):
+        lines.append(WHY)
+    return Answer(question.asked, "\n".join(lines), papers, answered_by="metadata", count=len(papers))
+
+
+def _fields(source: Source, fields: tuple[str, ...]) -> str:
+    said = {
+        "status": f"status {source.status or 'not stored'}",
+        "primary_area": f"primary area “{html.unescape(source.primary_area) or 'not stored'}”",
+        "authors": "authors (in the metadata's order, not the byline's) " + (", ".join(source.authors) or "not stored"),
+    }
+    return "; ".join(said[field] for field in fields) + "."
+
+
+def compare_focus(question: Question, tools: Tools) -> Answer | None:
+    """The papers pointed to side by side; one pointed to beside the other thing the question names ("how does
+    the last one differ from standard flow matching?"), the best paper for it."""
+    papers = in_focus(question, tools)
+    pairs: list[tuple[str, Source | None]] = [
+        (paper_name(source) or f"“{plain_text(source.title)}”", source) for source in papers
+    ]
+    others = [name for name in question.understood.compared if name and name.lower() != pairs[0][0].lower()]
+    if len(pairs) == 1 and others:
+        found = [s for s in tools.search(others[-1], 3, question.filters) if s.paper_id not in question.focus]
+        pairs.append((others[-1], found[0] if found else None))
+    return compare_answer(question, pairs) if len(pairs) > 1 else None
+
+
+def related_focus(question: Question, tools: Tools) -> Answer:
+    """The papers like the one pointed to (the first, when several are), among the topic it restricts to."""
+    papers = in_focus(question, tools)
+    return related_among(papers[0].paper_id, question, tools)
+
+
+def reading_focus(question: Question, tools: Tools) -> Answer:
+    """The papers in focus, the most central first (up to `READ` of them): which of them to read first."""
+    focused = in_focus(question, tools)
+    papers = most_central_first(focused, tools.sentence_embeddings)[:READ]
+    many = f"the {len(papers)} most central" if len(focused) > READ else "the most central"
+    head = f"Of these {len(focused)} papers, {many} first (the one most like the others):"
+    lines = [head, *(paper_line(number, source, question.text) for number, source in enumerate(papers, start=1))]
+    return Answer(
+        question.asked, "\n".join(lines), papers, answered_by="reading list", kind=Kind.READING_LIST, count=len(papers)
+    )
+
+
+ON_FOCUS: dict[Kind, Callable[[Question, Tools], Answer | None]] = {  # None: a look-up after all
+    Kind.COMPARE: compare_focus,
+    Kind.RELATED: related_focus,
+    Kind.READING_LIST: reading_focus,
+}
