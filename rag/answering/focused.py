@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rag.answering.lists import compare_answer, paper_line
@@ -19,7 +20,8 @@ from rag.answering.related import related_among
 from rag.core.filters import Filters
 from rag.core.markup import plain_text
 from rag.core.types import Answer, Kind, Source
-from rag.question.filter_words import statuses_in
+from rag.question.filter_words import ACCEPTED, statuses_in
+from rag.question.question import names_in
 from rag.text.naming import paper_name
 
 if TYPE_CHECKING:
@@ -37,6 +39,24 @@ def focus_answer(question: Question, tools: Tools) -> Answer | None:
         return None
     answer = answerer(question, tools)
     return None if answer is None else question.stamped(answer, tools.settings.name)
+
+
+def named_answer(question: Question, tools: Tools) -> Answer | None:
+    """The stored fields a look-up asks of a paper it names, and nothing else ("Who wrote RxnFlow?", "Is SANA
+    an oral?"): the first name in it that names a stored paper exactly; None when none does."""
+    named = (stored_as(name, tools) for name in names_in(question.text)) if question.fields else ()
+    paper = next(filter(None, named), None)
+    if paper is None:
+        return None
+    held = replace(question, standalone=replace(question.standalone, focus=(paper,)))
+    return question.stamped(fields_answer(held, tools), tools.settings.name)
+
+
+def stored_as(name: str, tools: Tools) -> str | None:
+    """The stored paper a name names: its id or title, the name its title gives before a colon, or the name it
+    proposes ("We propose RxnFlow") among the papers a search for the name finds first."""
+    found = tools.search(name, 3, Filters()) if not (paper := tools.stored_paper(name)) else []
+    return paper or next((s.paper_id for s in found if paper_name(s).strip("“”").lower() == name.lower()), None)
 
 
 def in_focus(question: Question, tools: Tools) -> list[Source]:
@@ -66,7 +86,7 @@ def fields_answer(question: Question, tools: Tools) -> Answer:
 
 def _fields(source: Source, fields: tuple[str, ...]) -> str:
     said = {
-        "status": f"status {source.status or 'not stored'}",
+        "status": f"status {source.status or 'not stored'}" + (" (accepted)" if source.status in ACCEPTED else ""),
         "primary_area": f"primary area “{html.unescape(source.primary_area) or 'not stored'}”",
         "authors": "authors (in the metadata's order, not the byline's) " + (", ".join(source.authors) or "not stored"),
     }

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rag.answering.focused import focus_answer
+from rag.answering.focused import focus_answer, named_answer
 from rag.answering.lists import compare_kind_answer, list_kind_answer
 from rag.answering.reading import reading_list_answer
 from rag.answering.related import related_answer
@@ -48,6 +48,8 @@ def kind_answer(question: Question, tools: Tools) -> Answer | None:
     another kind over them (focused.py)."""
     if question.focus:
         return focus_answer(question, tools)
+    if question.kind == Kind.LOOKUP and question.fields:  # "Who wrote RxnFlow?": its stored fields, if stored
+        return named_answer(question, tools)
     if question.kind in TOPICAL and question.understood.topic is None:
         return None  # "which should I read first?" with no papers in focus and no topic: a look-up
     answerer = ANSWERERS.get(question.kind)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from rag.core.filters import Filters
 from rag.core.types import Answer, Kind
 from rag.question.asks import HOW_MUCH, Ask, Wants, split_asks
+from rag.question.focus import own_words
 from rag.question.followup import Standalone
 from rag.question.understand import Understood
 
@@ -39,6 +40,12 @@ ASKS_FIELD = {
         re.I,
     ),
 }
+
+# The words of a question about a named paper's fields that ask nothing else ("Was RxnFlow accepted at ICLR?").
+FIELD_WORDS = frozenset(
+    "accepted rejected withdrawn oral orals spotlight spotlights poster posters status area primary track "
+    "authors author iclr 2025 conference venue".split()
+)
 
 # A number a question may look up ("26%", "20.9%", "1.2 million", "50,000"): with a decimal point, a
 # percent sign, a thousands separator or a scale word, or three digits or more; not "2" or "3D".
@@ -66,7 +73,7 @@ class Question:
     numbers: tuple[str, ...]  # the numbers it looks up ("What is the 20.9% figure about?")
     filters: Filters  # those applied: each given by the user, else the one its words state (unless dropped)
     stated: tuple[str, ...]  # the filters its words state that apply, in words ("status: Oral")
-    fields: tuple[str, ...] = ()  # the stored fields it asks of the papers in focus ("who wrote the first one?")
+    fields: tuple[str, ...] = ()  # the stored fields it asks of the papers in focus or of one it names
 
     @property
     def text(self) -> str:
@@ -101,6 +108,24 @@ class Question:
         )
 
 
+def asked_fields(text: str, focus: bool) -> tuple[str, ...]:
+    """The stored fields the question asks (`ASKS_FIELD`): of the papers in focus, or of a paper it names when
+    it asks nothing else ("Who wrote RxnFlow?", "Is SANA an oral?"; not "How does SANA handle rejected
+    samples?")."""
+    fields = tuple(name for name, asks in ASKS_FIELD.items() if asks.search(text))
+    if focus or not fields:
+        return fields
+    names = names_in(text)
+    return fields if names and not own_words(text) - own_words(" ".join(names)) - FIELD_WORDS else ()
+
+
+def names_in(text: str) -> list[str]:
+    """The words of a question after its first that may name a paper: with a capital or a digit in them
+    (RxnFlow, GPT-4o, MoE++, Proteina, SANA)."""
+    words = (word.strip(".,;:!?\"'“”") for word in re.findall(r"(?<=\s)[\w+.-]*[A-Z0-9][\w+.-]*", text))
+    return list(dict.fromkeys(word for word in words if word))
+
+
 def read(
     standalone: Standalone,
     understood: Understood | None = None,
@@ -128,7 +153,7 @@ def read(
         numbers=tuple(LOOKED_UP_NUMBER.findall(text)),
         filters=understood.applied(given, dropped),
         stated=tuple(understood.in_use(given, dropped).labels()),
-        fields=tuple(name for name, asks in ASKS_FIELD.items() if standalone.focus and asks.search(text)),
+        fields=asked_fields(standalone.question, bool(standalone.focus)),  # with its filter words
     )
 
 

@@ -45,6 +45,7 @@ from rag.question.related import but_for, pasted_abstract, related_question
 from rag.question.tally import COUNT, SEVERAL, Tally, tally_of, told_tally
 
 LEAD_IN = re.compile(r"^(?:(?:in|on|about|of|for|the|regarding|around|into|within|to)\s+)+", re.IGNORECASE)
+RATE_WORD = re.compile(r"\s+rates?\b", re.IGNORECASE)  # after a decision: "acceptance rate"
 LONG_TOPIC = 6  # words: a longer topic is a description ("generate DAGs by combining …"), not a name
 TOPICAL = (Kind.LIST, Kind.COUNT, Kind.OVERVIEW, Kind.READING_LIST)  # the kinds about a topic's papers
 LIST = re.compile(
@@ -167,13 +168,17 @@ def _restricted(understood: Understood) -> Understood:
 
 def _rated(understood: Understood) -> Understood:
     """A count over the metadata with a decision said as a rate or as events ("the acceptance rate per area",
-    "the share of withdrawals"), filtered to it; in any other question the words are a topic's ("the
-    acceptance rate of draft tokens" in speculative decoding)."""
-    rates = [decision(match["words"]) for match in RATE.finditer(understood.question)]
-    if understood.kind != Kind.TALLY or understood.filters.status or not rates:
+    "the share of withdrawals"), filtered to it, and a rate is a share ("order the areas by acceptance rate");
+    in any other question the words are a topic's ("the acceptance rate of draft tokens" in speculative
+    decoding)."""
+    said = list(RATE.finditer(understood.question))
+    if understood.kind != Kind.TALLY or understood.filters.status or not said:
         return understood
-    statuses = [status for words in rates for status in statuses_in(words)]
-    return replace(understood, filters=replace(understood.filters, status=tuple(dict.fromkeys(statuses))))
+    statuses = [status for match in said for status in statuses_in(decision(match["words"]))]
+    as_rate = any(RATE_WORD.match(understood.question, match.end()) for match in said)
+    tally = replace(understood.tally, share=True) if as_rate and understood.tally else understood.tally
+    filters = replace(understood.filters, status=tuple(dict.fromkeys(statuses)))
+    return replace(understood, filters=filters, tally=tally)
 
 
 def relearned(understood: Understood, embedding: np.ndarray) -> Understood:

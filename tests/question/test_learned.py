@@ -79,6 +79,12 @@ def test_the_filters_stay_read_by_rules_beside_the_learned_kind(embeddings):
     assert understood.filters.status == ("Spotlight",)
 
 
+def test_a_decision_said_as_a_rate_asks_for_shares(embeddings):
+    understood = read("order the areas by acceptance rate", embeddings)
+    assert understood.kind == Kind.TALLY and understood.tally.field == "primary_area" and understood.tally.share
+    assert understood.filters.status == ("Oral", "Spotlight", "Poster")
+
+
 def test_an_imperative_ranking_is_counted_exactly_at_the_cli_and_the_rules_alone_miss_it(moe_index, moe_sample):
     from collections import Counter
 

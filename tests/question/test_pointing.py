@@ -86,3 +86,18 @@ def test_follow_ups_ask_the_papers_pointed_to_for_fields_a_compare_related_paper
     # Related papers are numbered from the first related one ([2]); the paper they are like ([1]) is no place.
     assert first_read["kind"] == "reading_list" and set(first_read["focus"]) == set(back["cited"][1:])
     assert first_related["focus"] == [first_read["cited"][0]]
+
+
+def test_a_named_paper_s_stored_fields_are_answered_from_the_metadata_and_only_when_that_is_all_it_asks(
+    moe_index, moe_sample
+):
+    script = (
+        "import json, rag\n"
+        "asked = ['Who wrote MoE++?', 'Was MoE++ accepted at ICLR 2025?', 'How does MoE++ route tokens to experts?']\n"
+        "print(json.dumps([rag.answer(question).to_payload() for question in asked]))\n"
+    )
+    wrote, accepted, routed = json.loads(fresh_python(script, moe_index))
+    moe = next(map(json.loads, filter(lambda line: '"MoE++:' in line, moe_sample.read_text().splitlines())))
+    assert wrote["cited"] == [moe["id"]] and ", ".join(moe["authors"]) in wrote["text"]
+    assert accepted["cited"] == [moe["id"]] and f"status {moe['status']}" in accepted["text"]
+    assert routed["answered_by"] != "metadata" and "status" not in routed["text"]  # a question of its abstract
