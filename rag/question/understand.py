@@ -197,7 +197,10 @@ def relearned(understood: Understood, embedding: np.ndarray) -> Understood:
 def _learned_kind(understood: Understood, reader: Reader, features: np.ndarray) -> Understood:
     """The kind the learned reader reads, where it differs from the rules', and the spans that kind needs (a
     topic, the paper related papers are like, the two compared, the field a tally groups by). Where the
-    reader finds no span the kind needs, the rules' reading stands."""
+    reader finds no span the kind needs, or an abstract is pasted in ("similar to my abstract: …"), the rules'
+    reading stands."""
+    if understood.pasted is not None:  # an abstract pasted in: its words are no question's
+        return understood
     kind = reader.kind(features)
     if kind == understood.kind:  # the rules' reading, with the learned topic ("how many X papers are there": X)
         span = reader.spans(understood.text, kind).topic if kind in TOPICAL else ""
