@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from rag.answering.lists import compare_answer, paper_line
+from rag.answering.lists import best_for, compare_answer, paper_line
 from rag.answering.reading import READ, most_central_first
 from rag.answering.related import related_among
 from rag.core.filters import Filters
@@ -95,15 +95,18 @@ def _fields(source: Source, fields: tuple[str, ...]) -> str:
 
 def compare_focus(question: Question, tools: Tools) -> Answer | None:
     """The papers pointed to side by side; one pointed to beside the other thing the question names ("how does
-    the last one differ from standard flow matching?"), the best paper for it."""
+    the last one differ from standard flow matching?"), the best paper for it that passes refusal, as a
+    compare of two named things takes it (`best_for`)."""
     papers = in_focus(question, tools)
     pairs: list[tuple[str, Source | None]] = [
         (paper_name(source) or f"“{plain_text(source.title)}”", source) for source in papers
     ]
     others = [name for name in question.understood.compared if name and name.lower() != pairs[0][0].lower()]
     if len(pairs) == 1 and others:
-        found = [s for s in tools.search(others[-1], 3, question.filters) if s.paper_id not in question.focus]
-        pairs.append((others[-1], found[0] if found else None))
+        taken = set(question.focus)
+        pairs.append(
+            (others[-1], best_for(others[-1], question.filters, tools.search, tools.settings.retrieval, taken))
+        )
     return compare_answer(question, pairs) if len(pairs) > 1 else None
 
 

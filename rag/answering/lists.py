@@ -73,10 +73,14 @@ def compared(
         if not name:  # "compare “ and RxnFlow": quotes alone on one side (refused, as an empty search was)
             raise InputError("the question names nothing to compare on one side")
         taken = {source.paper_id for _, source in found if source}
-        ranked = [s for s in search(name, 3, filters) if s.paper_id not in taken]
-        passing = [s for s in ranked if refusal_reason([s], config) is None]
-        found.append((name, passing[0] if passing else None))
+        found.append((name, best_for(name, filters, search, config, taken)))
     return found
+
+
+def best_for(name: str, filters: Filters, search: Search, config: RetrievalConfig, taken: set[str]) -> Source | None:
+    """The best-ranked paper for a named thing that passes refusal, among those not `taken`; None when none does."""
+    ranked = [s for s in search(name, 3, filters) if s.paper_id not in taken]
+    return next((s for s in ranked if refusal_reason([s], config) is None), None)
 
 
 def relative_evidence(topic: str, config: Settings) -> float:

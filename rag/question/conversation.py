@@ -64,13 +64,15 @@ class Conversation:
         if back is not None:
             end, question = back
             turns = turns[:end]
-        elif POINTER.search(question) and pointed(question, len(self.memory.focus_of(turns))) is None:
+        focus = self.memory.focus_of(turns)
+        if back is None and POINTER.search(question) and pointed(question, len(focus)) is None:
             # "the first three" when the last answer cited one paper: the latest answer before it with that many
             ends = range(len(turns) - 1, max(len(turns) - 4, 0), -1)
-            turns = next(
-                (turns[:end] for end in ends if pointed(question, len(self.memory.cited_in(turns[:end])))), turns
-            )
-        return held_to_focus(question, turns, self.memory.focus_of(turns), search, rewriter)
+            holding = next((end for end in ends if pointed(question, len(self.memory.cited_in(turns[:end])))), None)
+            if holding is not None:
+                turns = turns[:holding]
+                focus = self.memory.focus_of(turns)
+        return held_to_focus(question, turns, focus, search, rewriter)
 
     def cited_again(self, turns: list[Turn]) -> tuple[str, ...]:
         """What the last turn's answer cited, recovered: its [n] markers read against the sources its
