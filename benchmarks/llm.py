@@ -96,11 +96,12 @@ def main() -> int:
 
 
 class TokenCounter:
-    """Prompt and output token counts with the model's own tokenizer (llamacpp only)."""
+    """Prompt and output token counts with the model's own tokenizer (the onnx and llamacpp providers)."""
 
     def __init__(self, service: RagService):
         self.provider = service.provider
         model = getattr(getattr(self.provider, "answer_chain", None), "steps", [None, None])[1]
+        self.onnx = getattr(model, "bound", None) if hasattr(getattr(model, "bound", None), "prompt_ids") else None
         llama = getattr(getattr(model, "bound", None), "client", None)
         self.llama = llama if llama is not None and hasattr(llama, "tokenize") else None
         if self.llama is not None:
@@ -115,17 +116,21 @@ class TokenCounter:
             )
 
     def prompt(self, question: str, sources) -> int | None:
-        if self.llama is None:
+        if self.llama is None and self.onnx is None:
             return None
         from rag.answering.prompts import ANSWER_PROMPT, format_sources
 
         fitted = self.provider.prompt_sources(question, sources)
         messages = ANSWER_PROMPT.format_messages(sources=format_sources(fitted), question=question)
+        if self.onnx is not None:
+            return len(self.onnx.prompt_ids(messages))
         roles = {"system": "system", "human": "user", "ai": "assistant"}
         rendered = self.formatter(messages=[{"role": roles[m.type], "content": m.content} for m in messages]).prompt
         return len(self.llama.tokenize(rendered.encode(), add_bos=False, special=True))
 
     def output(self, text: str) -> int | None:
+        if self.onnx is not None:
+            return self.onnx.count_tokens(text) if text else 0
         return len(self.llama.tokenize(text.encode(), add_bos=False, special=False)) if self.llama and text else 0
 
 

@@ -223,14 +223,44 @@ def bundled_gguf() -> Path:
     return packaged_file(*BUNDLED_GGUF)
 
 
-def llamacpp_provider(settings: Settings, embeddings: Embeddings) -> Provider:
-    llm = settings.llm
+def gguf_file(llm: LLMConfig) -> Path:
+    """The configured GGUF file (the bundled one unless llm.model_path names another), checked to be one."""
     path = Path(llm.model_path).expanduser() if llm.model_path else bundled_gguf()
     if not path.is_file():
-        raise ModelError(f"llamacpp: model file not found: {path}")
+        raise ModelError(f"{llm.provider}: model file not found: {path}")
     with path.open("rb") as handle:
         if handle.read(4) != b"GGUF":
-            raise ModelError(f"llamacpp: {path} is not a GGUF model file")
+            raise ModelError(f"{llm.provider}: {path} is not a GGUF model file")
+    return path
+
+
+def onnx_provider(settings: Settings, embeddings: Embeddings) -> Provider:
+    """The GGUF model converted once to ONNX and run by ONNX Runtime GenAI (rag/answering/onnx_llm.py)."""
+    llm = settings.llm
+    path = gguf_file(llm)
+    try:
+        import onnxruntime_genai  # noqa: F401  (loaded here to name it when missing; used by OnnxChat)
+
+        from rag.answering.onnx_llm import OnnxChat, converted
+    except ImportError as err:
+        raise ModelError(f"onnx: {err.name} is not installed (pip install onnxruntime-genai)") from None
+    folder = converted(path, settings.embedding.onnx_cache)
+    try:
+        model = OnnxChat(
+            folder=str(folder),
+            threads=llm.n_threads,
+            max_tokens=llm.max_tokens,
+            temperature=llm.temperature,
+            repeat_penalty=llm.repeat_penalty,
+        )
+    except RuntimeError as err:  # ONNX Runtime GenAI's own errors on a damaged or foreign model folder
+        raise ModelError(f"onnx: cannot load {folder}: {first_line(err)[:200]}") from None
+    return ChatProvider("onnx", path.stem, model, llm, count_tokens=model.count_tokens, n_ctx=llm.n_ctx)
+
+
+def llamacpp_provider(settings: Settings, embeddings: Embeddings) -> Provider:
+    llm = settings.llm
+    path = gguf_file(llm)
     threads = llm.n_threads or os.cpu_count() or 1
     # llama.cpp's threads meet at a barrier after every step, and OpenMP's default has waiting threads
     # spin: on a busy machine one descheduled thread stalls the others at each barrier, which made a
@@ -259,7 +289,7 @@ def llamacpp_provider(settings: Settings, embeddings: Embeddings) -> Provider:
             verbose=False,
         )
     except ImportError as err:
-        raise ModelError(f"llamacpp: {err.name} is not installed (pip install llama-cpp-python)") from None
+        raise ModelError(f"llamacpp: {err.name} is not installed (pip install 'abstract-rag[llamacpp]')") from None
     except (ValueError, RuntimeError):  # pydantic wraps llama.cpp's bare "failed to load model"
         raise ModelError(
             f"llamacpp: cannot load {path}: llama.cpp rejected the file (damaged, or an unsupported model type)"
@@ -311,6 +341,7 @@ def extractive_provider(settings: Settings, embeddings: Embeddings) -> Provider:
 
 # Its keys are the names llm.provider accepts (rag.core.config.ProviderName), checked when a config loads.
 PROVIDERS: dict[ProviderName, Callable[[Settings, Embeddings], Provider]] = {
+    "onnx": onnx_provider,
     "llamacpp": llamacpp_provider,
     "openai": openai_provider,
     "extractive": extractive_provider,

