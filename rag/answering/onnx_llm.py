@@ -15,7 +15,9 @@ configured stop strings cut from the text before they are streamed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -90,21 +92,21 @@ def _hf_folder(gguf: Path, out: Path) -> None:
     """The GGUF model as a transformers folder (fp32 weights, config, tokenizer, chat template)."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import logging
-
-    logging.disable_progress_bar()  # one line says what is being built (`_build`); no bars over the answer
 
     where = {"pretrained_model_name_or_path": str(gguf.parent), "gguf_file": gguf.name}
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(**where)
-        read = AutoModelForCausalLM.from_pretrained(**where, dtype=torch.float32)
-        # A model read from GGUF refuses to be saved; the same weights in a plain model of its config are saved.
-        model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(**where), dtype=torch.float32)
-        model.load_state_dict(read.state_dict())
-    except Exception as err:  # the GGUF reader fails on a damaged or foreign file in its own ways
-        raise ModelError(f"onnx: cannot read {gguf} with transformers: {first_line(err)[:200]}") from None
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    # transformers draws progress bars (the tensors read, the shards written) that no setting turns off;
+    # `_build`'s one line says what is being built instead.
+    with contextlib.redirect_stderr(io.StringIO()):
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(**where)
+            read = AutoModelForCausalLM.from_pretrained(**where, dtype=torch.float32)
+            # A model read from GGUF refuses to be saved; the same weights in a plain model of its config are saved.
+            model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(**where), dtype=torch.float32)
+            model.load_state_dict(read.state_dict())
+        except Exception as err:  # the GGUF reader fails on a damaged or foreign file in its own ways
+            raise ModelError(f"onnx: cannot read {gguf} with transformers: {first_line(err)[:200]}") from None
+        model.save_pretrained(out)
+        tokenizer.save_pretrained(out)
 
 
 def penalised(logits: np.ndarray, sequence: np.ndarray, penalty: float) -> np.ndarray:
