@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from contextlib import nullcontext
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -702,3 +703,23 @@ def test_the_onnx_repeat_penalty_looks_back_over_the_last_64_tokens_only():
     logits = np.array([[2.0, -2.0, 4.0, 1.0]])
     sequence = np.array([2] + [0, 1] * 32)  # token 2 is 65 tokens back, 0 and 1 within the last 64
     assert penalised(logits.copy(), sequence, 2.0).tolist() == [[1.0, -4.0, 4.0, 1.0]]
+
+
+@pytest.mark.slow
+def test_two_processes_converting_the_model_at_once_leave_one_whole_model_that_answers(tmp_path):
+    """Two first uses at once (two terminals, a server's workers): each converts in its own temporary folder and
+    the first rename wins; both get the same folder, nothing half-built is left, and the model it holds writes."""
+    from rag.answering.onnx_llm import OnnxChat
+
+    script = (
+        "from pathlib import Path; from rag.answering.onnx_llm import converted; "
+        f"from rag.answering.providers import bundled_gguf; print(converted(bundled_gguf(), Path({str(tmp_path)!r})))"
+    )
+    runs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(2)]  # fmt: skip
+    outputs = [run.communicate(timeout=900) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    folders = {out.strip() for out, _ in outputs}
+    assert len(folders) == 1 and [path.name for path in tmp_path.iterdir()] == [Path(next(iter(folders))).name]
+    model = OnnxChat(folder=next(iter(folders)), threads=1, max_tokens=12)
+    assert model.invoke([("human", "Say hello.")]).content.strip()
