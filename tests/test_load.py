@@ -124,8 +124,10 @@ class Concurrency:
                 self.now -= 1
 
 
-def track_the_model(service: RagService) -> tuple[Concurrency, Concurrency]:
-    """Count answers asking the provider at once, and llama.cpp generations running at once."""
+def track_the_model(service: RagService, monkeypatch) -> tuple[Concurrency, Concurrency]:
+    """Count answers asking the provider at once, and the bundled model's generations running at once."""
+    from rag.answering.onnx_llm import OnnxChat
+
     asking, generating = Concurrency(), Concurrency()
     provider = service.provider
     stream = provider.stream
@@ -134,40 +136,34 @@ def track_the_model(service: RagService) -> tuple[Concurrency, Concurrency]:
         with asking.inside():
             yield from stream(question, sources)
 
-    llama = provider.answer_chain.steps[1].bound.client  # ANSWER_PROMPT | ChatLlamaCpp.bind(...) | parser
-    create = llama.create_chat_completion
+    pieces = OnnxChat._pieces  # one generation, token by token, from its prompt to its last piece
 
-    def tracked_create(*args, **kwargs):
-        chunks = create(*args, **kwargs)
+    def tracked_pieces(self, *args, **kwargs):
+        with generating.inside():
+            yield from pieces(self, *args, **kwargs)
 
-        def generate():
-            with generating.inside():
-                yield from chunks
-
-        return generate() if kwargs.get("stream") else chunks
-
-    provider.stream = tracked_stream
-    llama.create_chat_completion = tracked_create
+    monkeypatch.setattr(provider, "stream", tracked_stream)
+    monkeypatch.setattr(OnnxChat, "_pieces", tracked_pieces)
     return asking, generating
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1500)
-def test_the_bundled_model_serves_users_at_once_one_answer_at_a_time(seed_index, embeddings):
+def test_the_bundled_model_serves_users_at_once_one_answer_at_a_time(seed_index, embeddings, monkeypatch):
     llm = {"timeout": REAL_MODEL_TIMEOUT, "max_tokens": SHORT_ANSWERS}
     service = service_over(seed_index, embeddings, "default", llm=llm, ui={"concurrency_limit": 2})
     alone = expectations(service, seed_questions(), limit=2, text=True)  # questions the model answers with a citation
     assert len(alone) == 2
-    asking, generating = track_the_model(service)
-    # Not the same words as alone: llama.cpp reuses the cached start of the previous prompt, and
-    # evaluating the rest in other batches can tip greedy decoding to another token. Each answer must
-    # still carry exactly its own question's sources and cite only among them.
+    asking, generating = track_the_model(service, monkeypatch)
+    # Not required to be the same words as alone (with llama.cpp, a cached prompt start could tip greedy
+    # decoding to another token). Each answer must still carry exactly its own question's sources and cite
+    # only among them.
     fresh = [replace(expected, text=None) for expected in alone]
     with app_in_process(service) as url:
         results, _ = run_users(url, plan(fresh, clients=2, questions=1), timeout=REAL_MODEL_TIMEOUT)
     assert len(results) == 2 and bad(results) == []
     assert asking.most >= 2  # the users' answers reached the model together...
-    assert generating.most == 1  # ...and it generated one at a time (llama.cpp contexts are not thread-safe)
+    assert generating.most == 1  # ...and it generated one at a time (the provider's lock)
     assert sum(1 for r in results if r.payload["fallback"]) == 0
 
 
