@@ -16,15 +16,11 @@ configured stop strings cut from the text before they are streamed.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,58 +30,47 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 
+from rag.core.built import build_once, content_key
 from rag.core.errors import ModelError, first_line
 
 RECIPE = 1  # bump when the conversion changes: cached models are then rebuilt
 PRECISION = "int4"  # like the bundled Q4_1 file; measured against llama.cpp in docs/answers.md
 REPEAT_WINDOW = 64  # llama.cpp's repeat_last_n: the tokens a repeat penalty looks back over
 ROLES = {"system": "system", "human": "user", "ai": "assistant"}
-_BUILD_LOCK = threading.Lock()
 
 
 def converted(gguf: Path, cache_dir: Path) -> Path:
     """The folder of the ONNX Runtime GenAI model made from `gguf`, built into `cache_dir` if missing."""
-    folder = Path(cache_dir).expanduser() / f"{gguf.stem}-genai-{fingerprint(gguf)}"
-    with _BUILD_LOCK:  # two services in one process: build once
-        if not (folder / "genai_config.json").is_file():
-            try:
-                _build(gguf, folder)
-            except OSError as err:  # the cache folder not writable, the disk full
-                raise ModelError(f"onnx: cannot build {folder}: {first_line(err)}") from None
+    folder = Path(cache_dir).expanduser() / f"{gguf.stem}-genai-{fingerprint(gguf, cache_dir)}"
+    if not _complete(folder):
+        print(f"converting {gguf.name} to ONNX once: {folder}", file=sys.stderr)
+        try:
+            build_once(folder, lambda work: _build(gguf, work), _complete)
+        except OSError as err:  # the cache folder not writable, the disk full
+            raise ModelError(f"onnx: cannot build {folder}: {first_line(err)}") from None
     return folder
 
 
-def fingerprint(gguf: Path) -> str:
+def fingerprint(gguf: Path, cache_dir: Path) -> str:
     """A short hash of the GGUF file and the recipe: the converted model's cache key."""
-    digest = hashlib.sha256(f"recipe={RECIPE};precision={PRECISION};prune_lm_head".encode())
-    with gguf.open("rb") as handle:
-        digest.update(hashlib.file_digest(handle, "sha256").digest())
-    return digest.hexdigest()[:12]
+    return content_key(f"recipe={RECIPE};precision={PRECISION};prune_lm_head", [gguf], cache_dir)
 
 
-def _build(gguf: Path, folder: Path) -> None:
-    """Convert in a temporary folder beside the target, then rename: a killed or concurrent build never
-    leaves half a model where a load would find it."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    print(f"converting {gguf.name} to ONNX once: {folder}", file=sys.stderr)
-    work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-    try:
-        _hf_folder(gguf, work / "hf")
-        builder = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", str(work / "hf")]
-        builder += ["-o", str(work / "onnx"), "-p", PRECISION, "-e", "cpu", "-c", str(work / "cache")]
-        builder += ["--extra_options", "prune_lm_head=true"]  # a prompt's logits for its last token only
-        offline = {**os.environ, "HF_HUB_OFFLINE": "1"}  # everything it reads is in the folder given
-        done = subprocess.run(builder, capture_output=True, text=True, env=offline)
-        if done.returncode:
-            last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-            raise ModelError(f"onnx: cannot convert {gguf}: the model builder failed: {last[:300]}")
-        try:
-            os.replace(work / "onnx", folder)
-        except OSError:
-            if not (folder / "genai_config.json").is_file():  # else another process built it first
-                raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+def _complete(folder: Path) -> bool:
+    return (folder / "genai_config.json").is_file()
+
+
+def _build(gguf: Path, out: Path) -> None:
+    """The ONNX model of `gguf` written into the folder `out`, through a transformers folder beside it."""
+    _hf_folder(gguf, out.parent / "hf")
+    builder = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", str(out.parent / "hf")]
+    builder += ["-o", str(out), "-p", PRECISION, "-e", "cpu", "-c", str(out.parent / "cache")]
+    builder += ["--extra_options", "prune_lm_head=true"]  # a prompt's logits for its last token only
+    offline = {**os.environ, "HF_HUB_OFFLINE": "1"}  # everything it reads is in the folder given
+    done = subprocess.run(builder, capture_output=True, text=True, env=offline)
+    if done.returncode:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise ModelError(f"onnx: cannot convert {gguf}: the model builder failed: {last[:300]}")
 
 
 def _hf_folder(gguf: Path, out: Path) -> None:

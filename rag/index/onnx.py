@@ -12,16 +12,14 @@ Why not sentence-transformers' own ONNX backend: it needs `optimum`, whose relea
 
 from __future__ import annotations
 
-import hashlib
-import os
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from rag.core.built import build_once, content_key
 from rag.core.errors import ModelError, first_line
 from rag.index.tokens import WordPieces
 
@@ -29,46 +27,33 @@ EXPORT_RECIPE = 2  # bump when the export or the quantisation changes: caches ar
 OPSET = 17
 MAX_PADDING = 0.2  # of a batch's tokens (see OnnxEmbeddings._batches)
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-_BUILD_LOCK = threading.Lock()
 
 
 def onnx_model_file(model_dir: Path, cache_dir: Path, quantized: bool) -> Path:
     """The ONNX export of the model in `model_dir` (int8 when `quantized`), built into `cache_dir` if missing."""
-    folder = Path(cache_dir).expanduser() / f"{model_dir.name}-{model_fingerprint(model_dir)}"
-    fp32 = folder / "model.onnx"
-    target = folder / ("model-int8.onnx" if quantized else "model.onnx")
-    with _BUILD_LOCK:  # two services in one process: build once
-        if not fp32.is_file():
-            _build(fp32, lambda tmp: export_onnx(model_dir, tmp), "exporting")
-        if quantized and not target.is_file():
-            _build(target, lambda tmp: quantize_onnx(fp32, tmp), "quantising")
-    return target
+    folder = Path(cache_dir).expanduser() / f"{model_dir.name}-{model_fingerprint(model_dir, cache_dir)}"
+    fp32 = _build(folder / "model.onnx", lambda path: export_onnx(model_dir, path), "exporting")
+    if not quantized:
+        return fp32
+    return _build(folder / "model-int8.onnx", lambda path: quantize_onnx(fp32, path), "quantising")
 
 
-def model_fingerprint(model_dir: Path) -> str:
+def model_fingerprint(model_dir: Path, cache_dir: Path) -> str:
     """A short hash of the weights and model config plus the export recipe: the export's cache key."""
-    digest = hashlib.sha256(f"recipe={EXPORT_RECIPE};opset={OPSET}".encode())
     weights = next((model_dir / name for name in WEIGHT_FILES if (model_dir / name).is_file()), None)
     if weights is None:
         raise ModelError(f"no model weights ({' or '.join(WEIGHT_FILES)}) in {model_dir}")
-    for file in (model_dir / "config.json", weights):
-        with file.open("rb") as handle:
-            digest.update(hashlib.file_digest(handle, "sha256").digest())
-    return digest.hexdigest()[:12]
+    return content_key(f"recipe={EXPORT_RECIPE};opset={OPSET}", [model_dir / "config.json", weights], cache_dir)
 
 
-def _build(target: Path, write: Callable[[Path], None], doing: str) -> None:
-    """Write to a temporary name, then rename: a killed build or a concurrent one never leaves half a file."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+def _build(target: Path, write: Callable[[Path], None], doing: str) -> Path:
+    if target.is_file():
+        return target
     print(f"{doing} the embedding model to ONNX once: {target}", file=sys.stderr)
     try:
-        write(tmp)
-        os.replace(tmp, target)
+        return build_once(target, write, Path.is_file)
     except (OSError, RuntimeError, ValueError) as err:
         raise ModelError(f"cannot build the ONNX model {target}: {first_line(err)}") from None
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def export_onnx(model_dir: Path, path: Path) -> None:

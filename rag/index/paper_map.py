@@ -6,7 +6,8 @@ theme and its title and content hash (a changed abstract is placed again). The t
 collection's metadata, with a revision stamped at every write, so readers can cache the map and know when
 another process changed it. Being a Chroma collection, it works the same on disk and on a shared server.
 
-The layout is scikit-learn's t-SNE (PCA to 50 dimensions first), imported only when a map is built.
+The layout is openTSNE's t-SNE of the vectors reduced by PCA to 50 dimensions, imported only when a map is built
+(scikit-learn's t-SNE before it: the two side by side in benchmarks/map_layout.py and docs/map.md).
 """
 
 from __future__ import annotations
@@ -198,8 +199,8 @@ def layout(vectors: np.ndarray) -> np.ndarray:
         coords = centred @ axes[:2].T
         coords = np.pad(coords, ((0, 0), (0, 2 - coords.shape[1])))
     else:
+        from openTSNE import TSNE
         from sklearn.decomposition import PCA
-        from sklearn.manifold import TSNE
         from threadpoolctl import threadpool_limits
 
         reduced = PCA(min(PCA_DIMENSIONS, n, vectors.shape[1]), random_state=SEED).fit_transform(vectors)
@@ -207,8 +208,10 @@ def layout(vectors: np.ndarray) -> np.ndarray:
         perplexity = min(PERPLEXITY, (n - 1) / 3)
         # A small layout in one thread: OpenMP threads waiting on each other (and on torch's) took the seeds'
         # 0.5 to 2 s, against 0.12 s in one.
+        # openTSNE picks the gradients' method by size: Barnes-Hut under 10,000 papers, FFT from there on.
+        tsne = TSNE(2, perplexity=perplexity, initialization="pca", n_jobs=1 if n < SMALL else -1, random_state=SEED)
         with threadpool_limits(1 if n < SMALL else None):
-            coords = TSNE(2, perplexity=perplexity, init="pca", random_state=SEED).fit_transform(reduced)
+            coords = np.asarray(tsne.fit(reduced))
     coords = coords - coords.mean(axis=0)
     return coords / max(float(np.abs(coords).max()), 1e-12)
 

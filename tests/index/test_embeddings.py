@@ -99,7 +99,7 @@ def test_length_sorting_inside_a_batch_keeps_the_callers_order(request, backend,
 
 
 def test_the_export_is_built_once_and_reused(onnx_cache, onnx_int8):
-    [folder] = list(onnx_cache.iterdir())
+    [folder] = [path for path in onnx_cache.iterdir() if path.name.startswith("model-")]
     files = sorted(path.name for path in folder.iterdir())
     assert files == ["model-int8.onnx", "model.onnx"]  # no temporary files left behind
     stamps = {path: path.stat().st_mtime_ns for path in folder.iterdir()}
@@ -118,7 +118,8 @@ def test_a_failed_export_leaves_nothing_half_written(tmp_path, monkeypatch):
     monkeypatch.setattr(onnx_embeddings, "export_onnx", broken_export)
     with pytest.raises(ModelError, match="cannot build the ONNX model .*exporter crashed"):
         make_embeddings(EmbeddingConfig(backend="onnx", onnx_cache=tmp_path))
-    assert [path for path in tmp_path.rglob("*") if path.is_file()] == []
+    # only the weights' remembered digest (rag/core/built.py) is left
+    assert [path.name for path in tmp_path.rglob("*") if path.is_file()] == ["digests.json"]
 
 
 def test_another_model_or_changed_weights_get_their_own_export(tmp_path):
@@ -128,10 +129,27 @@ def test_another_model_or_changed_weights_get_their_own_export(tmp_path):
 
     bundled = model_directory(EmbeddingConfig())
     copy = shutil.copytree(bundled, tmp_path / "model")
-    assert model_fingerprint(copy) == model_fingerprint(bundled)
+    cache = tmp_path / "cache"
+    assert model_fingerprint(copy, cache) == model_fingerprint(bundled, cache)
     config = json.loads((copy / "config.json").read_text())
     (copy / "config.json").write_text(json.dumps({**config, "layer_norm_eps": 1e-6}))
-    assert model_fingerprint(copy) != model_fingerprint(bundled)
+    assert model_fingerprint(copy, cache) != model_fingerprint(bundled, cache)
+
+
+def test_a_file_rewritten_in_place_is_hashed_again_not_taken_from_the_remembered_digests(tmp_path):
+    from rag.core.built import content_key
+
+    weights, cache = tmp_path / "weights.bin", tmp_path / "cache"
+    weights.write_bytes(b"a" * 1000)
+    first = content_key("recipe=1", [weights], cache)
+    assert len(json.loads((cache / "digests.json").read_text())) == 1  # remembered
+    assert content_key("recipe=1", [weights], cache) == first
+    assert content_key("recipe=2", [weights], cache) != first
+    weights.write_bytes(b"b" * 1000)  # the same size, written later
+    second = content_key("recipe=1", [weights], cache)
+    assert second != first and len(json.loads((cache / "digests.json").read_text())) == 2
+    (cache / "digests.json").write_text("{not json")  # a damaged memo: hashed again
+    assert content_key("recipe=1", [weights], cache) == second
 
 
 def test_int8_has_its_own_collection_and_fp32_shares_the_torch_one(tmp_path):
