@@ -21,8 +21,7 @@ from rag.core.filters import Filters
 from rag.core.markup import plain_text
 from rag.core.types import Answer, Kind, Source
 from rag.question.filter_words import ACCEPTED, statuses_in
-from rag.question.question import names_in
-from rag.text.naming import paper_name
+from rag.text.naming import names_in, paper_name
 
 if TYPE_CHECKING:
     from rag.answering.tools import Tools

@@ -37,7 +37,10 @@ def refusal_reason(sources: list[Source], config: RetrievalConfig) -> str | None
 
 def refusal(question: Question, sources: list[Source], config: RetrievalConfig) -> str | None:
     """Why the sources can't answer the question, or None: the passage-level rule, unless the question
-    names one of the papers or its distinctive words stand in one (then its sentences decide)."""
+    names one of the papers or its distinctive words stand in one (then its sentences decide). A follow-up that
+    only leans on a refused turn ("What data do they use?") is refused: what it points to was not found."""
+    if question.standalone.leans_on_refusal:
+        return "it points back to the question before it, which was not answered"
     reason = refusal_reason(sources, config)
     if reason and (any(named_by(question.text, source) for source in sources) or stands_in(question, sources)):
         return None  # a paper named, or an exact look-up of a paper's words: its sentences decide

@@ -1,5 +1,5 @@
 """A number and the words that go with it agree, wherever a count is put in words: "1 paper", "2 papers",
-"1 primary area", "3 statuses", "there is 1 paper with status: Spotlight"."""
+"1 primary area", "3 statuses", "there is 1 paper with status: Spotlight"; and how a refusal opens."""
 
 from __future__ import annotations
 
@@ -35,3 +35,19 @@ def scope(filter_labels: list[str]) -> str:
     """The papers a question was put to, in words: 'the papers with status: Oral; has_code: yes', or 'the
     index' when no filter narrowed it (`filter_labels`: `Filters.labels()`)."""
     return "the papers with " + "; ".join(filter_labels) if filter_labels else "the index"
+
+
+# How every refusal opens (rag/answering: pipeline.refusal_text, lists, related, tally). A conversation's history
+# holds only the answers' text, and a refused turn's question is never joined to the next (rag/question/followup.py).
+REFUSAL_OPENINGS = (
+    "The indexed abstracts don't answer",
+    "No indexed abstract",
+    "No indexed paper is",
+    "No paper is about",
+    "The stored papers have no",
+)
+
+
+def is_refusal(answer_text: str) -> bool:
+    """Whether an answer's text is one of the refusals this tool writes."""
+    return answer_text.lstrip().startswith(REFUSAL_OPENINGS)

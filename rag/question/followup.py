@@ -14,6 +14,8 @@ from typing import Protocol
 from rag.core.errors import InputError, ModelError
 from rag.core.filters import Filters
 from rag.core.text import not_text
+from rag.core.wording import is_refusal
+from rag.text.naming import names_in
 
 # The longest earlier answer a history may hold: far above any answer given (a list of 33 papers, a quoted
 # sentence each, ran to 22,762 characters in benchmarks/reader.py; a list shows at most 50), far below what
@@ -41,6 +43,9 @@ class Standalone:
     # The last answer, for a follow-up that leans on it (held to its papers or rewritten with it): what
     # was said already, which the follow-up's evidence does not quote again while another sentence answers.
     said: str = ""
+    # It leans on the turn before, which was refused, and names nothing of its own ("What data do they use?"):
+    # there is nothing it can be answered from (rag/answering/refusal.py refuses it).
+    leans_on_refusal: bool = False
 
     def held(self, filters: Filters) -> Filters:
         """The filters it is searched with: held to the papers in focus, if any."""
@@ -50,10 +55,15 @@ class Standalone:
 def standalone_question(question: str, history: list[tuple[str, str]], rewriter: Callable[[], Rewriter]) -> Standalone:
     """Rewrite a follow-up into a question that retrieval can answer alone.
 
-    `rewriter` is called only for a follow-up, so a plain question never loads a model.
+    `rewriter` is called only for a follow-up, so a plain question never loads a model. After a refusal the
+    question is never joined to the refused one: that only pulled its search towards what the index does not
+    hold. One that names a paper of its own is asked as it is; one that only leans on the refused turn is
+    marked, and refused.
     """
     if not history or not FOLLOW_UP.search(question):
         return Standalone(question)
+    if is_refusal(history[-1][1]):
+        return Standalone(question, leans_on_refusal=not names_in(question))
     try:
         rewritten = rewriter().rewrite(question, history)
     except ModelError as err:

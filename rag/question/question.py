@@ -17,6 +17,7 @@ from rag.question.asks import HOW_MUCH, Ask, Wants, split_asks
 from rag.question.focus import own_words
 from rag.question.followup import Standalone
 from rag.question.understand import Understood
+from rag.text.naming import names_in
 
 # "Which papers …", not "what do the ablation studies examine".
 ABOUT_SEVERAL = re.compile(
@@ -117,13 +118,6 @@ def asked_fields(text: str, focus: bool) -> tuple[str, ...]:
         return fields
     names = names_in(text)
     return fields if names and not own_words(text) - own_words(" ".join(names)) - FIELD_WORDS else ()
-
-
-def names_in(text: str) -> list[str]:
-    """The words of a question after its first that may name a paper: with a capital or a digit in them
-    (RxnFlow, GPT-4o, MoE++, Proteina, SANA)."""
-    words = (word.strip(".,;:!?\"'“”") for word in re.findall(r"(?<=\s)[\w+.-]*[A-Z0-9][\w+.-]*", text))
-    return list(dict.fromkeys(word for word in words if word))
 
 
 def read(

@@ -132,3 +132,10 @@ def is_proper_name(name: str) -> bool:
     if len(name.split()) > 1:
         return True
     return any(c.isupper() or c.isdigit() for c in name[1:]) and name not in GENERIC
+
+
+def names_in(text: str) -> list[str]:
+    """The words of a question after its first that may name a paper: with a capital or a digit in them
+    (RxnFlow, GPT-4o, MoE++, Proteina, SANA)."""
+    words = (word.strip(".,;:!?\"'“”") for word in re.findall(r"(?<=\s)[\w+.-]*[A-Z0-9][\w+.-]*", text))
+    return list(dict.fromkeys(word for word in words if word))

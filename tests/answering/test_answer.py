@@ -124,6 +124,46 @@ def test_a_follow_up_the_paper_does_not_answer_is_refused_and_leaves_the_focus_w
     assert after.focus == first.cited[:1] and "Hanabi benchmark" in after.text
 
 
+def test_a_refused_turn_is_never_joined_to_the_next_one(seeded):
+    """The history as a client sends it, text only. After a refusal, a follow-up that names a paper is answered as
+    when asked alone (it was searched glued to the refused question, and refused); one that only leans on the
+    refused turn is refused for that reason, not answered from whatever paper its few words reach."""
+    refused = seeded.answer("How does Diff-Prompt generate prompts?")
+    assert refused.refused
+    history = [(refused.question, refused.text)]
+    named = "Tell me about RxnFlow: what does it do?"
+    after, alone = seeded.answer(named, history=history), seeded.answer(named)
+    assert after.standalone_question == named and not after.refused
+    assert after.text == alone.text and after.cited == alone.cited == [seed_id("RxnFlow")]
+    leaning = seeded.answer("What data do they use?", history=history)
+    assert leaning.refused and leaning.cited == [] and "Diff-Prompt" not in leaning.standalone_question
+    assert leaning.refusal_reason == "it points back to the question before it, which was not answered"
+    # after an answered turn, the same follow-up is held to its paper
+    answered = seeded.answer("How does RxnFlow generate molecules?")
+    follow = seeded.answer("What data do they use?", history=[(answered.question, answered.text)])
+    assert not follow.refused and follow.focus == [seed_id("RxnFlow")]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is the capital of Australia?",  # a look-up
+        "Which papers are about glacier hydrology?",  # a list
+        "Which papers are similar to FooBarNet?",  # related papers
+        "Which authors have the most papers on glacier hydrology?",  # a tally
+        "Give me an overview of glacier hydrology research.",
+        "How many reaction templates does RxnFlow use?",
+        "How many papers are about diffusion?",
+        "Which areas have the most papers?",
+    ],
+)
+def test_a_refusal_is_known_by_its_text_alone_as_a_history_holds_it(seeded, question):
+    from rag.core.wording import is_refusal
+
+    answer = seeded.answer(question)
+    assert is_refusal(answer.text) == answer.refused
+
+
 def test_a_follow_up_with_a_topic_of_its_own_searches_anew(seeded):
     first = seeded.answer("Which agent plays Hanabi with unfamiliar partners?")
     first_turn = Turn.of(first)
