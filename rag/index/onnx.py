@@ -60,7 +60,10 @@ def export_onnx(model_dir: Path, path: Path) -> None:
     """Export the transformer plus mean pooling and L2 normalisation as one ONNX graph (fp32)."""
     import torch
     from transformers import AutoModel
+    from transformers.utils import logging as transformers_logging
 
+    # transformers draws a "Loading weights" bar under a new user's first answer; `_build`'s line says enough.
+    transformers_logging.disable_progress_bar()
     model = AutoModel.from_pretrained(str(model_dir), local_files_only=True, attn_implementation="eager").eval()
 
     class SentenceEncoder(torch.nn.Module):

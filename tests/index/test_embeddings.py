@@ -108,6 +108,23 @@ def test_the_export_is_built_once_and_reused(onnx_cache, onnx_int8):
     assert {path: path.stat().st_mtime_ns for path in folder.iterdir()} == stamps
 
 
+@pytest.mark.slow
+def test_a_first_export_says_one_line_and_draws_no_progress_bar(tmp_path):
+    """What a new user's first command prints while the model is exported: one line, not transformers' bars."""
+    import subprocess
+    import sys
+
+    script = (
+        "from pathlib import Path; from rag.core.config import EmbeddingConfig; "
+        "from rag.index.embeddings import make_embeddings; "
+        f"make_embeddings(EmbeddingConfig(backend='onnx', onnx_cache=Path({str(tmp_path)!r})))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    exported = next(tmp_path.rglob("model.onnx"))
+    assert done.stderr.splitlines() == [f"exporting the embedding model to ONNX once: {exported}"]
+
+
 def test_a_failed_export_leaves_nothing_half_written(tmp_path, monkeypatch):
     import rag.index.onnx as onnx_embeddings
 
