@@ -643,8 +643,11 @@ def test_a_bad_rewrite_by_the_model_leaves_the_follow_up_held_to_the_paper_in_fo
 
 
 def test_without_a_model_the_rule_rewrites_a_follow_up_with_nothing_in_focus(seeded):
-    history = [(HISTORY[0][0], "The indexed abstracts don't answer this question.")]  # a refusal cites nothing
+    history = [(HISTORY[0][0], "R3D2 does.")]  # an answer citing nothing: nothing in focus
     assert seeded.answer(FOLLOW_UP, history=history).standalone_question == f"{HISTORY[-1][0]} {FOLLOW_UP}"
+    # a refusal cites nothing too, but a refused turn is never joined to the next (test_answer.py)
+    refused = [(HISTORY[0][0], "The indexed abstracts don't answer this question.")]
+    assert seeded.answer(FOLLOW_UP, history=refused).standalone_question == FOLLOW_UP
     answer = seeded.answer(FOLLOW_UP, history=HISTORY)
     assert answer.standalone_question == FOLLOW_UP and answer.focus == [R3D2]
     # Taken literally (no filters or kinds read), the follow-up is still searched as rewritten.
