@@ -24,8 +24,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 DIGESTS = "digests.json"
-_BUILD_LOCK = threading.Lock()  # two services in one process: build once
-_MEMO_LOCK = threading.Lock()
+# Two services in one process build a model once: a lock per target, so converting the language model (about a
+# minute) never holds up the embedding model's export in another thread, as one lock for both did.
+_BUILD_LOCKS: dict[Path, threading.Lock] = {}
+_MEMO_LOCK = threading.Lock()  # also guards _BUILD_LOCKS
 
 
 def content_key(recipe: str, files: Iterable[Path], cache_dir: Path) -> str:
@@ -74,7 +76,9 @@ def build_once(target: Path, write: Callable[[Path], None], complete: Callable[[
     `target` when done. Another process that finishes first wins; its build is kept. OSError if the folder
     can't be written; whatever `write` raises, as it raised it.
     """
-    with _BUILD_LOCK:
+    with _MEMO_LOCK:
+        lock = _BUILD_LOCKS.setdefault(target, threading.Lock())
+    with lock:
         if complete(target):
             return target
         target.parent.mkdir(parents=True, exist_ok=True)

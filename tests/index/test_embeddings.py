@@ -153,6 +153,39 @@ def test_another_model_or_changed_weights_get_their_own_export(tmp_path):
     assert model_fingerprint(copy, cache) != model_fingerprint(bundled, cache)
 
 
+def test_a_long_build_holds_up_only_builds_of_the_same_target(tmp_path):
+    """The language model's conversion (a minute) in one thread, the embedding model's export in another: the
+    export is not held up by it, while a second build of the same target waits and then finds it built."""
+    import threading
+    from pathlib import Path
+
+    from rag.core.built import build_once
+
+    release, calls = threading.Event(), []
+
+    def slow(path):
+        release.wait(timeout=30)
+        path.write_text("slow")
+        calls.append("slow")
+
+    def quick(path):
+        path.write_text("quick")
+        calls.append("quick")
+
+    slow_target, quick_target = tmp_path / "slow.onnx", tmp_path / "quick.onnx"
+    threads = [threading.Thread(target=build_once, args=(slow_target, slow, Path.is_file)) for _ in range(2)]
+    threads[0].start()
+    while not list(tmp_path.glob(".slow.onnx.*")):  # the first slow build has begun
+        threading.Event().wait(0.01)
+    threads[1].start()
+    build_once(quick_target, quick, Path.is_file)
+    assert calls == ["quick"] and quick_target.read_text() == "quick"  # while the slow one still runs
+    release.set()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert calls == ["quick", "slow"] and slow_target.read_text() == "slow"  # built once
+
+
 def test_a_file_rewritten_in_place_is_hashed_again_not_taken_from_the_remembered_digests(tmp_path):
     from rag.core.built import content_key
 
