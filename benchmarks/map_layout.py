@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 from machine import load_line  # benchmarks/machine.py, beside this script
 
+from rag.answering.paper_map import MOST_THEMES
 from rag.core.config import with_overrides
 from rag.index import paper_map
 from rag.index.paper_map import PCA_DIMENSIONS, PERPLEXITY, SEED, paper_vectors
@@ -73,7 +74,7 @@ def main() -> int:
     from sklearn.cluster import KMeans
 
     started = time.perf_counter()
-    count = max(1, min(20, round(np.sqrt(len(vectors) / 2))))
+    count = max(1, min(MOST_THEMES, round(np.sqrt(len(vectors) / 2))))  # as the map's themes_of
     themes = KMeans(count, n_init=4, random_state=0).fit_predict(vectors)
     print(f"themes (k-means, {count}, n_init=4): {time.perf_counter() - started:.1f} s")
 
