@@ -2,8 +2,8 @@
 (each with its own BM25 cache folder), Debian's nginx in front, the bundled seeds in the index.
 The same code as tests/test_deploy.py (benchmarks/harness/deployment.py), with more users and the real list.
 
-    python benchmarks/deploy.py                          # 3 replicas of the server config (bundled SmolLM2)
-    python benchmarks/deploy.py --config extractive      # the server setup without a language model
+    RAG_LLM__PROVIDER=onnx python benchmarks/deploy.py   # 3 replicas of the server config, the bundled SmolLM2 in each
+    python benchmarks/deploy.py                          # the same as shipped: no language model
     python benchmarks/deploy.py --sweep 1,2,3,4          # latency and memory at the same load, per replica count
 
 Scenarios, in this order: access through the balancer (no key, a wrong key, the key; the page without

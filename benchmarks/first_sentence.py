@@ -38,7 +38,7 @@ QUESTIONS = ROOT / "tests" / "eval" / "seed_questions.jsonl"
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
-        "--config", action="append", help="config name or path (repeatable; default: default and extractive)"
+        "--config", action="append", help="config name or path (repeatable; default: smollm2 and extractive)"
     )
     parser.add_argument("--questions", default=str(QUESTIONS), help="JSON Lines with question and gold")
     parser.add_argument("--split", choices=("dev", "test", "all"), default="dev")
@@ -52,7 +52,7 @@ def main() -> int:
     print(f"load before: {load_line()}")
     with tempfile.TemporaryDirectory() as scratch:
         index = args.index or str(Path(scratch) / "index")
-        for config in args.config or ["default", "extractive"]:
+        for config in args.config or ["smollm2", "extractive"]:
             service = RagService(with_overrides(config, vectorstore={"path": index}))
             service.ensure_index()
             service.answer(questions[0])  # first call: the model loads, caches fill

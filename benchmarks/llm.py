@@ -40,7 +40,7 @@ QUESTIONS = ROOT / "tests" / "eval" / "seed_questions.jsonl"
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", default=None, help="config name or path (default: $RAG_CONFIG or 'default')")
+    parser.add_argument("--config", default="smollm2", help="config name or path (default: smollm2, the bundled model)")
     parser.add_argument("--questions", default=str(QUESTIONS), help="JSON Lines with question and gold")
     parser.add_argument("--split", choices=("dev", "test", "all"), default="all")
     parser.add_argument("--limit", type=int, default=0, help="only the first N answerable questions")

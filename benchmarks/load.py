@@ -8,7 +8,7 @@ Every answer is checked: its sources must be exactly those its question retrieve
 failed: questions whose model answers differ in wording between users. Decoding is greedy, but
 llama.cpp reuses the cached start of the previous prompt, which can tip a near tie to another token.
 
-    python benchmarks/load.py                           # 20 users x 5 questions, the default config
+    python benchmarks/load.py                           # 20 users x 5 questions, the bundled model (smollm2)
     python benchmarks/load.py --soak 180                # then 3 minutes more of the same, sampling RSS
     python benchmarks/load.py --users 4 --questions 2 --config extractive --concurrency 2
 
@@ -41,7 +41,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", default="default", help="config the app serves (default: default)")
+    parser.add_argument(
+        "--config", default="smollm2", help="config the app serves (default: smollm2, the bundled model)"
+    )
     parser.add_argument("--users", type=int, default=20, help="simulated users at once (default 20)")
     parser.add_argument("--questions", type=int, default=5, help="questions each user asks (default 5)")
     parser.add_argument("--concurrency", type=int, help="ui.concurrency_limit of the app (default: the config's)")

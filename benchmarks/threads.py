@@ -46,7 +46,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         services = {}
         for n in counts:
-            config = with_overrides("default", vectorstore={"path": folder}, llm={"n_threads": n})
+            config = with_overrides("smollm2", vectorstore={"path": folder}, llm={"n_threads": n})
             services[n] = RagService(config)
         services[counts[0]].ensure_index()
         for service in services.values():

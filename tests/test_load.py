@@ -151,7 +151,7 @@ def track_the_model(service: RagService, monkeypatch) -> tuple[Concurrency, Conc
 @pytest.mark.timeout(1500)
 def test_the_bundled_model_serves_users_at_once_one_answer_at_a_time(seed_index, embeddings, monkeypatch):
     llm = {"timeout": REAL_MODEL_TIMEOUT, "max_tokens": SHORT_ANSWERS}
-    service = service_over(seed_index, embeddings, "default", llm=llm, ui={"concurrency_limit": 2})
+    service = service_over(seed_index, embeddings, "smollm2", llm=llm, ui={"concurrency_limit": 2})
     alone = expectations(service, seed_questions(), limit=2, text=True)  # questions the model answers with a citation
     assert len(alone) == 2
     asking, generating = track_the_model(service, monkeypatch)

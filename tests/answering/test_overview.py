@@ -137,7 +137,7 @@ def test_with_the_bundled_model_a_theme_sentence_is_kept_only_when_its_citations
     from rag.core.types import Source
 
     # Asked only where llm.theme_sentences is on (off in the default config: none of the bundled model's is kept).
-    service = RagService(settings_for(moe_index, "default", llm={"theme_sentences": True}), embeddings=embeddings)
+    service = RagService(settings_for(moe_index, "smollm2", llm={"theme_sentences": True}), embeddings=embeddings)
     answer = service.answer(OVERVIEW)
     assert answer.themes and "overview" in answer.answered_by
     written = [theme for theme in answer.themes if theme.summary]  # often none: the small model cites one quote
@@ -179,7 +179,7 @@ def test_a_theme_sentence_is_kept_only_when_it_cites_two_of_the_themes_quotes(mo
     quotes = (first, Quote(second.paper_id, second.number, first.sentence))  # both quotes hold the words
     titles = {quote.paper_id: "" for quote in quotes}
     said = f"These papers: {first.sentence.rstrip('.')} {cites}."
-    default = with_overrides("default")
+    default = with_overrides("smollm2")
     pipeline = SimpleNamespace(config=default, provider=lambda: Says(said), checker=moe.pipeline.checker)
     written = theme_sentence(pipeline, "mixture-of-experts", quotes, titles)
     assert bool(written) == kept, written
@@ -203,7 +203,7 @@ class Records:
 
 def test_the_default_config_asks_its_model_for_no_theme_sentence(moe_index, embeddings):
     model = Records("[1][2]")
-    answer = RagService(settings_for(moe_index, "default"), embeddings=embeddings, provider=model).answer(OVERVIEW)
+    answer = RagService(settings_for(moe_index, "smollm2"), embeddings=embeddings, provider=model).answer(OVERVIEW)
     assert len(answer.themes) >= 2 and model.asked == []
     assert not any(theme.summary for theme in answer.themes)
 
@@ -213,7 +213,7 @@ def test_with_theme_sentences_on_each_theme_is_asked_and_its_sentence_must_cite_
     moe_index, embeddings, cites, kept
 ):
     model = Records(cites)
-    settings = settings_for(moe_index, "default", llm={"theme_sentences": True})
+    settings = settings_for(moe_index, "smollm2", llm={"theme_sentences": True})
     answer = RagService(settings, embeddings=embeddings, provider=model).answer(OVERVIEW)
     named = [theme for theme in answer.themes if theme.words]  # the other papers share no theme to say
     assert len(model.asked) == len(named) >= 1

@@ -101,8 +101,8 @@ class Recording:
 
 @pytest.fixture(scope="session")
 def local_llm(seeded, embeddings) -> RagService:
-    """The default config (the bundled GGUF through ONNX Runtime GenAI) over the seed index; loads the model once."""
-    service = build(seeded, embeddings, "default", timeout=REAL_MODEL_TIMEOUT)
+    """The smollm2 config (the bundled GGUF through ONNX Runtime GenAI) over the seed index; loads the model once."""
+    service = build(seeded, embeddings, "smollm2", timeout=REAL_MODEL_TIMEOUT)
     assert service.provider.label == "onnx:SmolLM2-135M-Instruct.Q4_1"
     return service
 
@@ -110,7 +110,7 @@ def local_llm(seeded, embeddings) -> RagService:
 @pytest.fixture(scope="session")
 def llamacpp_llm(seeded, embeddings) -> RagService:
     """The same bundled GGUF through llama.cpp (the `llamacpp` extra), loaded once."""
-    service = build(seeded, embeddings, "default", provider="llamacpp", timeout=REAL_MODEL_TIMEOUT)
+    service = build(seeded, embeddings, "smollm2", provider="llamacpp", timeout=REAL_MODEL_TIMEOUT)
     assert service.provider.label == "llamacpp:SmolLM2-135M-Instruct.Q4_1"
     return service
 
@@ -220,7 +220,7 @@ def test_a_rewrite_is_kept_only_when_it_is_a_usable_standalone_question(candidat
         assert result.endswith("?") and not result.lower().startswith("rewritten")
 
 
-# -- the bundled model, in-process: ONNX Runtime GenAI (the default) and llama.cpp (the extra) ----------
+# -- the bundled model, in-process: ONNX Runtime GenAI (configs/smollm2.yaml) and llama.cpp (the extra) ----------
 
 
 @pytest.mark.slow
@@ -242,7 +242,7 @@ def test_the_model_is_loaded_once_per_service(seeded, embeddings, monkeypatch):
         return real_model(config)
 
     monkeypatch.setattr(onnxruntime_genai, "Model", counting_model)
-    service = build(seeded, embeddings, "default", timeout=REAL_MODEL_TIMEOUT, max_tokens=48)
+    service = build(seeded, embeddings, "smollm2", timeout=REAL_MODEL_TIMEOUT, max_tokens=48)
     recording = Recording(service.provider)
     service.provider = recording
     first = service.answer(QUESTION)
@@ -261,7 +261,7 @@ def test_a_long_context_is_trimmed_so_the_prompt_fits_n_ctx(seeded, embeddings, 
     service = build(
         seeded,
         embeddings,
-        "default",
+        "smollm2",
         provider=runtime,
         n_ctx=512,
         max_tokens=32,
@@ -309,7 +309,7 @@ def test_a_bad_model_file_names_the_cause_and_falls_back(
         path.write_bytes(b"GGUF" + b"\x00" * 64)
     cache = {"embedding": {"onnx_cache": str(tmp_path / "models")}}  # no converted model left behind
     llm = {"provider": runtime, "model_path": str(path)}
-    settings = settings_for(seeded.config.vectorstore.path, "default", llm=llm, **cache)
+    settings = settings_for(seeded.config.vectorstore.path, "smollm2", llm=llm, **cache)
     answer = RagService(settings, embeddings=embeddings, client=seeded.client).answer(QUESTION)
     broken = "cannot read" if runtime == "onnx" else "cannot load"
     expected = {"missing": "model file not found", "not-gguf": "is not a GGUF model file", "broken-gguf": broken}
@@ -514,7 +514,7 @@ def test_with_fallback_none_the_cli_prints_one_error_line(cli_index, tmp_path, f
             "ask",
             QUESTION,
             index=cli_index,
-            config="default",
+            config="smollm2",
             RAG_LLM__MODEL_PATH=str(missing),
             RAG_LLM__FALLBACK="none",
         )
@@ -604,7 +604,7 @@ def test_killing_the_server_mid_conversation_falls_back_at_once(seeded, embeddin
 @pytest.mark.slow
 def test_an_unanswerable_question_never_reaches_the_model(seeded, embeddings, local_llm):
     recording = Recording(local_llm.provider)
-    service = build(seeded, embeddings, "default", replace_provider=recording)
+    service = build(seeded, embeddings, "smollm2", replace_provider=recording)
     answer = service.answer(UNANSWERABLE)
     assert answer.refused and answer.cited == [] and recording.calls == []
 
@@ -660,7 +660,7 @@ def test_without_a_model_the_rule_rewrites_a_follow_up_with_nothing_in_focus(see
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("config", ["default", "extractive", "openai", "ollama"])
+@pytest.mark.parametrize("config", ["default", "smollm2", "extractive", "openai", "ollama"])
 def test_the_same_question_through_each_shipped_config_gets_a_cited_answer(
     seeded, embeddings, local_llm, llama_server, monkeypatch, config
 ):
@@ -669,7 +669,7 @@ def test_the_same_question_through_each_shipped_config_gets_a_cited_answer(
     overrides = {"timeout": REAL_MODEL_TIMEOUT} if shipped.provider != "extractive" else {}  # it reads no timeout
     if shipped.provider == "openai":
         overrides["base_url"] = llama_server.base_url  # the hosted path, served from loopback
-    service = local_llm if config == "default" else build(seeded, embeddings, config, **overrides)
+    service = local_llm if config == "smollm2" else build(seeded, embeddings, config, **overrides)
     answer = service.answer(QUESTION)
     assert answer.config == config and not answer.refused
     assert answer.fallback is None, answer.fallback

@@ -25,11 +25,11 @@ def test_every_shipped_config_loads(path):
 
 
 def test_overlay_merges_over_default():
-    default, extractive = load_config("default"), load_config("extractive")
-    assert default.llm.provider == "onnx"
-    assert extractive.llm.provider == "extractive"
-    assert extractive.retrieval.min_score == default.retrieval.min_score
-    assert extractive.vectorstore.path == default.vectorstore.path == data_dir() / "index"
+    default, smollm2 = load_config("default"), load_config("smollm2")
+    assert default.llm.provider == "extractive"  # no model unless a config names one
+    assert smollm2.llm.provider == "onnx"
+    assert smollm2.retrieval.min_score == default.retrieval.min_score
+    assert smollm2.vectorstore.path == default.vectorstore.path == data_dir() / "index"
 
 
 def test_environment_overrides_single_values_and_chooses_the_config(monkeypatch):
@@ -70,20 +70,21 @@ def test_the_shipped_values_live_only_in_the_code():
     """default.yaml sets nothing, so it can't drift from the field defaults it would restate."""
     assert (PROJECT_ROOT / "configs" / "default.yaml").read_text(encoding="utf-8").strip().startswith("#")
     assert load_config("default") == Settings(name="default")
-    llm = Settings().llm  # the shipped model, as the default config always had it
-    assert (llm.provider, llm.max_tokens, llm.n_threads, llm.stop) == ("onnx", 160, 1, ["\n\n", "Question:"])
+    llm = Settings().llm  # no model by default; the values a model config starts from
+    assert (llm.provider, llm.max_tokens, llm.n_threads, llm.stop) == ("extractive", 160, 1, ["\n\n", "Question:"])
 
 
 def test_theme_sentences_are_asked_only_where_a_capable_model_answers(monkeypatch):
     """The bundled SmolLM2-135M never wrote a theme sentence that was kept (docs/overviews.md): not asked by
     default; asked of the hosted and Ollama models; the extractive config has no model to ask."""
     monkeypatch.delenv("RAG_LLM__THEME_SENTENCES", raising=False)
-    asked = {config: load_config(config).llm.theme_sentences for config in ("default", "server", "openai", "ollama")}
-    assert asked == {"default": False, "server": False, "openai": True, "ollama": True}
+    asked = {config: load_config(config).llm.theme_sentences for config in ("smollm2", "server", "openai", "ollama")}
+    assert asked == {"smollm2": False, "server": False, "openai": True, "ollama": True}
     monkeypatch.setenv("RAG_LLM__THEME_SENTENCES", "true")
-    assert load_config("default").llm.theme_sentences  # one's own GGUF (llm.model_path): turned on this way
-    with pytest.raises(ConfigError, match=r"llm.theme_sentences: the extractive provider does not read it"):
-        load_config("extractive")
+    assert load_config("smollm2").llm.theme_sentences  # one's own GGUF (llm.model_path): turned on this way
+    for config in ("default", "extractive"):
+        with pytest.raises(ConfigError, match=r"llm.theme_sentences: the extractive provider does not read it"):
+            load_config(config)
 
 
 def test_the_provider_names_are_the_registry_keys():
@@ -109,7 +110,7 @@ def test_a_key_the_provider_does_not_read_names_its_file(tmp_path):
 @pytest.mark.parametrize(
     ("config", "variable", "value"),
     [
-        ("default", "RAG_LLM__BASE_URL", "http://127.0.0.1:8080/v1"),
+        ("smollm2", "RAG_LLM__BASE_URL", "http://127.0.0.1:8080/v1"),
         ("openai", "RAG_LLM__N_THREADS", "2"),
         ("extractive", "RAG_LLM__MAX_TOKENS", "64"),
     ],

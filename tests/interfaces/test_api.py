@@ -41,19 +41,21 @@ def seeded_user(tmp_path) -> dict[str, str]:
     return env
 
 
-def test_answer_works_for_every_call_in_a_fresh_process_and_prints_nothing_to_stderr(seeded_user):
-    """The issue's own check: three `rag.answer` calls with the default config (the bundled model)."""
+@pytest.mark.parametrize("config", ["default", "smollm2"])
+def test_answer_works_for_every_call_in_a_fresh_process_and_prints_nothing_to_stderr(seeded_user, config):
+    """Three `rag.answer` calls with the default config (no model) and with the bundled model's."""
+    environment = seeded_user if config == "default" else {**seeded_user, "RAG_CONFIG": config}
     result = python(
         f"""
         import json, rag
         answers = [rag.answer(q) for q in {QUESTIONS!r}]
         print(json.dumps([[a.refused, a.fallback, len(a.sources), a.config] for a in answers]))
         """,
-        seeded_user,
+        environment,
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
-    assert json.loads(result.stdout) == [[False, None, 5, "default"]] * 3
+    assert json.loads(result.stdout) == [[False, None, 5, config]] * 3
 
 
 def test_any_mix_of_configs_calls_and_threads_gives_what_the_service_gives(seeded_user, tmp_path):

@@ -315,7 +315,7 @@ def test_gradio_client_gets_a_cited_answer(app_url):
 
 @pytest.mark.slow
 def test_the_bundled_model_streams_an_answer_into_the_page(page, index_dir, embeddings):
-    service = RagService(settings_for(index_dir, "default"), embeddings=embeddings)
+    service = RagService(settings_for(index_dir, "smollm2"), embeddings=embeddings)
     demo, url = serve(service)
     try:
         open_app(page, url)

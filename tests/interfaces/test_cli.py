@@ -53,7 +53,7 @@ def answer_and_sources(stdout: str) -> tuple[str, list[str]]:
     return head, sources.splitlines()
 
 
-@pytest.mark.parametrize("config", ["extractive", "default"])
+@pytest.mark.parametrize("config", ["extractive", "smollm2"])
 def test_piped_ask_prints_the_checked_answer_once_and_no_draft(seeded_index, config):
     from rag.core.markup import plain_text
 
@@ -104,7 +104,7 @@ def test_ask_export_prints_only_the_cited_papers(seeded_index):
     assert both.returncode == 2 and "not allowed with argument" in both.stderr
 
 
-@pytest.mark.parametrize("config", ["extractive", "default"])
+@pytest.mark.parametrize("config", ["extractive", "smollm2"])
 def test_on_a_terminal_the_answer_streams_once_and_reads_as_piped(seeded_index, config):
     """What streams is the checked answer: printed as it comes, never erased or printed again."""
     environment = {**os.environ, "RAG_CONFIG": config, "RAG_VECTORSTORE__PATH": str(seeded_index)}

@@ -66,9 +66,9 @@ def test_a_plain_client_gets_the_cited_answer_and_sources_rag_gives(client, seed
     assert extra["sources"][0]["passage"] == expected.sources[0].text
 
 
-def test_the_default_model_streams_a_cited_answer_and_its_sources_from_a_fresh_server(client, seeded):
-    """The issue's own check: `model="default"` (the bundled SmolLM2, loaded by the server on demand)."""
-    stream = client.chat.completions.create(model="default", messages=ask(RXNFLOW), stream=True)
+def test_the_bundled_model_streams_a_cited_answer_and_its_sources_from_a_fresh_server(client, seeded):
+    """`model="smollm2"`: the bundled SmolLM2, loaded by the server on demand."""
+    stream = client.chat.completions.create(model="smollm2", messages=ask(RXNFLOW), stream=True)
     chunks = list(stream)
     text = "".join(chunk.choices[0].delta.content or "" for chunk in chunks)
     last = chunks[-1]
@@ -77,7 +77,7 @@ def test_the_default_model_streams_a_cited_answer_and_its_sources_from_a_fresh_s
     assert [c for c in chunks if c.choices[0].delta.content] and text.strip()
     extra = last.model_extra["rag"]
     assert text == extra["text"]  # the deltas are the checked sentences: they are the answer, nothing follows
-    assert extra["config"] == "default" and not extra["refused"]
+    assert extra["config"] == "smollm2" and not extra["refused"]
     assert ids(extra["sources"]) == ids(seeded.retrieve(RXNFLOW))  # same index, same ranking
     assert extra["cited"] and set(extra["cited"]) <= set(ids(extra["sources"]))
     assert MARKER.search(extra["text"])

@@ -99,7 +99,7 @@ def assert_every_stream_checked(service: RagService, questions: list[str]) -> li
 
 @pytest.fixture(scope="module")
 def bundled(seeded, embeddings) -> RagService:
-    settings = settings_for(seeded.config.vectorstore.path, "default", llm={"timeout": 600})
+    settings = settings_for(seeded.config.vectorstore.path, "smollm2", llm={"timeout": 600})
     return RagService(settings, embeddings=embeddings, client=seeded.client)
 
 

@@ -183,7 +183,7 @@ def test_the_header_names_the_model_and_the_index_size(seeded, embeddings, tmp_p
     assert f"{stats['papers']} papers, {stats['chunks']} chunks" in header
     not_a_model = tmp_path / "model.gguf"
     not_a_model.write_text("not a model")
-    settings = settings_for(seeded.config.vectorstore.path, "default", llm={"model_path": str(not_a_model)})
+    settings = settings_for(seeded.config.vectorstore.path, "smollm2", llm={"model_path": str(not_a_model)})
     broken = text_of(ChatHandlers(RagService(settings, embeddings=embeddings)).header())
     assert "Model: onnx (unavailable: onnx:" in broken and "not a GGUF model file" in broken
     assert "extractive answers instead" in broken
