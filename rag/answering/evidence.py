@@ -113,11 +113,24 @@ class EvidencePicker:
         self, asks: list[Ask], number: int, candidates: list[SentenceCandidate], named: str = ""
     ) -> list[Evidence]:
         """For each ask, in the order asked, a sentence of paper `number` (the best sentence's): the
-        sentences, one per ask and each a different one, whose ask scores add up highest."""
+        sentences, one per ask and each a different one, whose ask scores add up highest. While the answer
+        has room (`answer.evidence_sentences`), a further sentence that scores within `answer.evidence_margin`
+        of an ask's own follows it: the runner-up, where the best one often misses the asked detail."""
         own = [c for c in candidates if c.number == number]
         scores = self.ask_scores(asks, own, named)
         choice = best_assignment(scores)
-        return [Evidence(number, own[i].sentence, round(scores[a][i], 4)) for a, i in enumerate(choice)]
+        picked = list(enumerate(choice))
+        runners_up = sorted(
+            ((scores[a][i] - scores[a][choice[a]], a, i) for a in range(len(asks)) for i in range(len(own))),
+            reverse=True,
+        )
+        for gap, a, i in runners_up:
+            if len(picked) >= self.answer.evidence_sentences or gap < -self.answer.evidence_margin:
+                break
+            if i not in {taken for _, taken in picked}:
+                picked.append((a, i))
+        picked.sort(key=lambda pair: (pair[0], pair[1] != choice[pair[0]]))  # by ask; its own sentence first
+        return [Evidence(number, own[i].sentence, round(scores[a][i], 4)) for a, i in picked]
 
     def ask_scores(self, asks: list[Ask], own: list[SentenceCandidate], named: str = "") -> list[list[float]]:
         """For each ask, how well each of the paper's sentences answers it (`ask_score`)."""
@@ -157,6 +170,8 @@ class EvidencePicker:
 
     def chosen(self, question: Question, scored: list[Evidence], sources: list[Source]) -> list[Evidence]:
         """The sentences `pick` keeps of those scored, best first; none close to the best that was `said` already."""
+        if not question.code_asked:  # "The code is available at https://…" answers only a question about code
+            scored = [e for e in scored if not WEB_ADDRESS.search(e.sentence)] or scored
         if not scored or scored[0].score < self.answer.min_sentence_score:
             return []
         numbers_only = question.opens_with_amount
@@ -177,15 +192,13 @@ class EvidencePicker:
             ]
         else:
             widen = 2 if question.two_asks else 1  # "what does X optimize, and on which tasks"
-            # "how many …?" is answered by numbers: a sentence without one doesn't join; nor does "The code is
-            # available at https://…", unless the code is asked for
+            # "how many …?" is answered by numbers: a sentence without one doesn't join
             close = [
                 e
                 for e in scored[1:]
                 if e.score >= best.score - widen * self.margin(e, best)
                 and not repeats(e.sentence, question.said)
                 and not (numbers_only and not NUMBER.search(e.sentence))
-                and not (WEB_ADDRESS.search(e.sentence) and not question.code_asked)
             ]
         return [best, *close][: self.answer.evidence_sentences]
 

@@ -24,7 +24,7 @@ STOPWORDS = frozenset(
     "these they this to was will with what which how why when where who whom does do did can could would "
     "should may has have had been being we our us you your i me my its from than so also any some all "
     "each other more most about via using use used uses paper papers work approach method new way one two "
-    "both e g eg ie etc those them he she his her only while per try get".split()
+    "both e g eg ie etc those them he she his her only while per try get now please tell".split()
 )
 
 # BM25 retrieval (rag/index/lexical.py) also drops the verbs and adjectives of research writing, which

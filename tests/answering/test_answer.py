@@ -144,6 +144,17 @@ def test_a_refused_turn_is_never_joined_to_the_next_one(seeded):
     assert not follow.refused and follow.focus == [seed_id("RxnFlow")]
 
 
+def test_the_words_of_a_request_are_not_the_topic_and_a_code_link_answers_only_a_question_about_code(seeded):
+    """ "Now tell me about the Hanabi agent." was refused: "now" and "tell", rare in abstracts, weighed more than
+    the topic's words. "Tell me about RxnFlow." opened with "Code is available at https://…"."""
+    hanabi = seeded.answer("Now tell me about the Hanabi agent.")
+    assert not hanabi.refused and hanabi.cited == [seed_id("Hanabi")] and "R3D2" in hanabi.text
+    about = seeded.answer("Please tell me about RxnFlow.")
+    assert not about.refused and about.cited == [seed_id("RxnFlow")] and "https://" not in about.text
+    code = seeded.answer("Where is the code of RxnFlow?")
+    assert "https://github.com/SeonghwanSeo/RxnFlow" in code.text
+
+
 @pytest.mark.parametrize(
     "question",
     [

@@ -125,11 +125,28 @@ def test_a_sentence_holds_an_ask_of_its_kind_or_lacks_it():
 def test_each_ask_of_a_two_part_question_gets_its_own_sentence_in_the_order_asked(seeded, question, facts):
     answer = seeded.answer(question)
     sentences = split_sentences(answer.text)
-    # one sentence per ask, and at most one more: the sentence that one of them points back at ("It contains …")
-    assert not answer.refused and len(split_asks(question)) <= len(sentences) <= len(split_asks(question)) + 1
+    # one sentence per ask, a runner-up while there is room (answer.evidence_sentences), and at most one more:
+    # the sentence that one of them points back at ("It contains …")
+    asks, room = len(split_asks(question)), AnswerConfig().evidence_sentences
+    assert not answer.refused and asks <= len(sentences) <= max(asks, room) + 1
     where = [next(i for i, sentence in enumerate(sentences) if fact in sentence) for fact in facts]
     assert where == sorted(where)
     assert all(check.supported for check in answer.checks)
+
+
+def test_an_ask_s_runner_up_follows_its_sentence_while_the_answer_has_room(seeded, embeddings):
+    """An ask's best sentence often misses the asked detail (blind dev: every ask answered 0.618 → 0.735 with
+    the runner-up). It joins within `answer.evidence_margin` of that ask's own, up to `evidence_sentences`."""
+    question = "Which dataset does XLand-100B provide and how large is it?"
+    sources = seeded.retrieve(question)
+
+    def picked(**answer) -> list[str]:
+        picker = EvidencePicker(embeddings, AnswerConfig(**answer), seeded.config.retrieval)
+        return [item.sentence for item in picker.pick(lookup(question), sources)]
+
+    roomy, one_each, none_close = picked(), picked(evidence_sentences=2), picked(evidence_margin=0.0)
+    assert len(roomy) == AnswerConfig().evidence_sentences and roomy[-1].startswith("It took $50,000$ GPU hours")
+    assert roomy[:2] == one_each == none_close  # each ask's own sentence first, in the order asked
 
 
 def test_a_how_many_answer_adds_no_sentence_without_a_number(seeded):
