@@ -8,8 +8,8 @@ answerable seed question (the dev split by default) it measures, through `RagSer
 and counts answers the model wrote alone, the model's sentences followed by the abstract's best one,
 and the extractive answer standing for the model's.
 
-    python benchmarks/first_sentence.py                        # the default and extractive configs
-    python benchmarks/first_sentence.py --config default --split all --per-question
+    python benchmarks/first_sentence.py                        # the smollm2 (bundled model) and extractive configs
+    python benchmarks/first_sentence.py --config smollm2 --split all --per-question
 
 The index is built from the bundled seeds in a temporary folder unless --index names one. Each config
 answers one question first, not counted (model load, caches). Targets: p50 <= 1.5 s with the bundled

@@ -2,10 +2,10 @@
 
     python benchmarks/overview.py --index /tmp/full-overview                 # the questions of the overview set
     python benchmarks/overview.py --index ... --runs 3 --split dev
-    python benchmarks/overview.py --index ... --config default --split dev   # with the bundled model's sentences
+    python benchmarks/overview.py --index ... --config smollm2 --split dev   # with the bundled model's sentences
 
 Each question of tests/eval/overview_questions.jsonl is answered `--runs` times with the extractive config
-(or `--config default`: the bundled model writes a sentence per theme, kept when checked)
+(or `--config smollm2`: the bundled model writes a sentence per theme, kept when checked)
 (a list question asked first loads the model and the index, and is not counted); printed: each
 question's median, its papers and themes, and the median (p50) and p95 over all the timed answers. The
 target (issue 30): p50 <= 2 s on the full list, on a 2-core machine. The load average is printed before
@@ -34,7 +34,7 @@ def main() -> int:
     parser.add_argument("--index", type=Path, required=True, help="an index folder (the full list, for the target)")
     parser.add_argument("--questions", type=Path, default=ROOT / "tests" / "eval" / "overview_questions.jsonl")
     parser.add_argument("--split", default="all", choices=["dev", "test", "all"])
-    parser.add_argument("--config", default="extractive", help="extractive, or default: the bundled model writes")
+    parser.add_argument("--config", default="extractive", help="extractive, or smollm2: the bundled model writes")
     parser.add_argument(
         "--runs", type=int, default=1, help="timed answers per question (repeats reuse cached sentence vectors)"
     )

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rag.answering.asks import CODE_LINK
 from rag.answering.background import is_background
 from rag.core.markup import plain_text
 from rag.core.text import SEARCH_STOPWORDS
@@ -101,9 +102,16 @@ def find_themes(papers: list[Source], topic: str, embeddings: Embeddings, evalua
 
 
 def _nearest(sentences: list[str], closeness: np.ndarray) -> str:
-    """The sentence nearest the theme's centre, a short one (at most `LONGEST_QUOTE` characters) if any is."""
+    """The sentence that says what the paper does ("we propose …") nearest the theme's centre, else any
+    nearest; a short one (at most `LONGEST_QUOTE` characters) if any is."""
     short = [i for i, sentence in enumerate(sentences) if len(sentence) <= LONGEST_QUOTE] or range(len(sentences))
-    return sentences[max(short, key=lambda i: closeness[i])]
+    doing = [i for i in short if PROPOSAL.search(sentences[i]) and _whole(sentences[i])] or short
+    return sentences[max(doing, key=lambda i: closeness[i])]
+
+
+def _whole(sentence: str) -> bool:
+    """Not a fragment the sentence splitter left ("We propose a novel approach (Our code is …"), nor a code link."""
+    return sentence.count("(") == sentence.count(")") and not CODE_LINK.search(sentence)
 
 
 def clusters(vectors: np.ndarray) -> np.ndarray:

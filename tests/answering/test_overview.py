@@ -58,6 +58,27 @@ def test_each_quote_is_a_sentence_of_the_abstract_it_cites(moe):
     assert set(answer.cited) == {source.paper_id for source in answer.sources}
 
 
+def test_a_quote_says_what_its_paper_does_when_the_paper_says_it_in_a_whole_sentence(moe):
+    """The quote was the sentence nearest the theme's centre, often background ("This optimization typically
+    relies on pre-collected prompts.") though the paper says "we propose …" too; never a fragment or a code link."""
+    from rag.answering.themes import LONGEST_QUOTE, doing_sentences
+    from rag.text.naming import PROPOSAL
+
+    answer = moe.answer(OVERVIEW)
+    quotes = [(quote, answer.sources[quote.number - 1]) for theme in answer.themes for quote in theme.quotes]
+    saying = 0
+    for quote, source in quotes:
+        whole = [
+            s
+            for s in doing_sentences(source)
+            if PROPOSAL.search(s) and len(s) <= LONGEST_QUOTE and s.count("(") == s.count(")") and "http" not in s
+        ]
+        if whole:
+            assert quote.sentence in whole, (quote.sentence, whole)
+            saying += 1
+    assert saying >= len(quotes) // 2  # the case is met, not vacuous
+
+
 def test_a_topic_with_too_few_papers_says_so_in_one_line_and_lists_them(moe):
     answer = moe.answer("Summarize the oral papers on mixture-of-experts")
     assert answer.kind == "overview" and answer.filters == {"status": ["Oral"]}
@@ -201,7 +222,7 @@ class Records:
         return None
 
 
-def test_the_default_config_asks_its_model_for_no_theme_sentence(moe_index, embeddings):
+def test_the_bundled_model_s_config_asks_its_model_for_no_theme_sentence(moe_index, embeddings):
     model = Records("[1][2]")
     answer = RagService(settings_for(moe_index, "smollm2"), embeddings=embeddings, provider=model).answer(OVERVIEW)
     assert len(answer.themes) >= 2 and model.asked == []
