@@ -94,6 +94,12 @@ class CachedEmbeddings(Embeddings):
 
     An answer embeds its sources' sentences twice (the extractive answer ranks them, the citation
     check compares the answer with them), and related questions bring back the same papers.
+
+    Each text is embedded on its own, as a question is. The int8 model quantizes its activations over the
+    whole batch, so a sentence embedded beside others got another vector (cosine down to 0.984 against
+    its own, measured on a question's 68 sentences), and which others it met depended on what the cache
+    already held: the same question could be answered, or an overview grouped, differently after other
+    questions. Alone, a text's vector is a function of the text.
     """
 
     def __init__(self, embeddings: Embeddings, size: int = 20_000):  # 20,000 vectors: ~30 MB at 384 floats
@@ -108,8 +114,8 @@ class CachedEmbeddings(Embeddings):
         with self._lock:
             found = {text: self._vectors[text] for text in dict.fromkeys(texts) if text in self._vectors}
         missing = [text for text in dict.fromkeys(texts) if text not in found]
-        if missing:  # embedded outside the lock: other threads' questions go on meanwhile
-            found.update(zip(missing, np.asarray(self.embeddings.embed_documents(missing), dtype=np.float32)))
+        for text in missing:  # embedded outside the lock: other threads' questions go on meanwhile
+            found[text] = np.asarray(self.embeddings.embed_documents([text])[0], dtype=np.float32)
         with self._lock:
             for text, vector in found.items():
                 self._vectors[text] = vector

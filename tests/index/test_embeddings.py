@@ -228,6 +228,25 @@ def test_int8_retrieval_finds_the_same_seed_papers_as_fp32(make_service, onnx_in
     assert int8_report["recall@5"] >= fp32_report["recall@5"] - 0.02
 
 
+def test_a_sentence_s_vector_does_not_depend_on_what_was_embedded_before_it(embeddings):
+    """The int8 model quantizes activations over a batch: embedded beside others, a sentence got another vector,
+    and an answer depended on what the cache already held. The cache embeds each text alone."""
+    from rag.index.embeddings import CachedEmbeddings
+
+    sentence = "We propose a mixture of experts whose router picks experts for each token of an image."
+    others = [
+        "Short.",
+        "Graph neural networks pass messages between the nodes of a molecule and read out its energy and forces.",
+    ]
+    beside = np.asarray(embeddings.embed_documents([*others, sentence])[-1])
+    alone = np.asarray(embeddings.embed_documents([sentence])[0])
+    assert np.abs(beside - alone).max() > 1e-3  # the model itself: batch-dependent
+    first, second = CachedEmbeddings(embeddings), CachedEmbeddings(embeddings)
+    second.embed_documents(others)  # another history
+    assert first.embed_documents([*others, sentence])[-1] == second.embed_documents([sentence, *others])[0]
+    assert first.embed_documents([sentence])[0] == alone.astype(np.float32).tolist()
+
+
 def test_the_sentence_cache_gives_the_models_vectors_and_embeds_each_text_once(onnx_fp32):
     """An answer and its citation check embed the same source sentences: the second asks the model nothing."""
     from rag.index.embeddings import CachedEmbeddings
@@ -242,7 +261,7 @@ def test_the_sentence_cache_gives_the_models_vectors_and_embeds_each_text_once(o
     cache = CachedEmbeddings(Counting(), size=3)
     sentences = ["Flows over reaction templates.", "A second sentence.", "Flows over reaction templates."]
     first = cache.embed_documents(sentences)
-    assert first == onnx_fp32.embed_documents(sentences)  # the model's float32 vectors, exactly
+    assert first == [onnx_fp32.embed_documents([s])[0] for s in sentences]  # the model's float32 vectors, exactly
     assert asked == sentences[:2]  # a repeat within one call is embedded once
     assert cache.embed_documents(sentences[1:]) == first[1:] and asked == sentences[:2]
     cache.embed_documents(["three", "four"])  # past `size`: the least recently used goes ("A second...")

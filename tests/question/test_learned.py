@@ -112,12 +112,11 @@ def test_a_reading_list_puts_the_papers_most_like_the_others_first(moe_index, em
     answer = service.answer("I'm new to mixture-of-experts: what should I read first?")
     assert answer.kind == "reading_list" and 3 <= len(answer.sources) <= 10
     assert answer.text.startswith("A reading list on “mixture-of-experts”")
-    vectors = np.asarray(embeddings.embed_documents([f"{plain_text(s.title)}. {s.text}" for s in answer.sources]))
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     listed = service.answer("Which papers are about mixture-of-experts?").sources  # all the topic's papers
     drawn = [s for s in listed if s.paper_id in {r.paper_id for r in answer.sources}]
     assert len(drawn) == len(answer.sources)
-    every = np.asarray(embeddings.embed_documents([f"{plain_text(s.title)}. {s.text}" for s in listed]))
+    # each text embedded alone, as the service's sentence cache does (an int8 vector depends on its batch)
+    every = np.asarray([embeddings.embed_documents([f"{plain_text(s.title)}. {s.text}"])[0] for s in listed])
     every /= np.linalg.norm(every, axis=1, keepdims=True)
     centrality = {s.paper_id: (every[i] @ every.T).sum() - 1 for i, s in enumerate(listed)}
     ranked = [centrality[s.paper_id] for s in answer.sources]
