@@ -30,6 +30,7 @@ from rag.core.types import Answer, Kind, Source
 from rag.core.wording import scope
 from rag.index.lexical import terms
 from rag.question.understand import LONG_TOPIC, Topic, Understood
+from rag.text.naming import PROPOSAL
 from rag.text.words import source_sentences
 
 if TYPE_CHECKING:
@@ -162,16 +163,21 @@ def compare_answer(question: Question, pairs: list[tuple[str, Source | None]]) -
 
 
 def best_sentence(source: Source, topic: str) -> str:
-    """The sentence of the source's passages that holds most of the topic's words; on a tie, one that
-    says what the paper does rather than the background (an abstract's opening, "Recent … have
-    achieved …"), then the first."""
+    """The sentence of the source's passages that shows the paper is on the topic and what it does: of those
+    holding at least half as many of the topic's words as the one holding most (one at least), the one that
+    says what the paper does ("We propose …"); else the one holding most. On a tie, one that is not background
+    (an abstract's opening, "Recent … have achieved …"), then the first. An abstract's opening restates its
+    field, so it often holds the topic's words best while saying nothing of the paper."""
     wanted = set(terms(topic))
-
-    def merit(item: tuple[int, str]) -> tuple[int, bool]:
-        position, sentence = item
-        return len(wanted & set(terms(sentence))), not is_background(position, sentence)
-
     sentences = list(enumerate(source_sentences(source)))
+    held = {position: len(wanted & set(terms(sentence))) for position, sentence in sentences}
+    enough = max(1, max(held.values(), default=0) / 2)
+
+    def merit(item: tuple[int, str]) -> tuple[bool, int, bool]:
+        position, sentence = item
+        doing = held[position] >= enough and bool(PROPOSAL.search(sentence))
+        return doing, held[position], not is_background(position, sentence)
+
     return plain_text(max(sentences, key=merit)[1]) if sentences else ""
 
 

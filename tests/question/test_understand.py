@@ -196,6 +196,22 @@ def test_a_listed_paper_is_shown_by_what_it_does_rather_than_by_its_background()
     assert best_sentence(source, "handwritten text generation").startswith("We propose DiffBrush")
 
 
+def test_a_listed_paper_says_what_it_does_even_where_its_opening_holds_more_of_the_topic():
+    """An abstract's opening restates its field, so it held the topic's words best: a list of watermarking papers
+    quoted "Recent advancements in large language models (LLMs) have highlighted the risk of misusing them" for
+    most of them. The sentence saying what the paper does stands when it holds half as many of them."""
+    abstract = (
+        "Watermarking methods for large language model outputs help detect generated text. "
+        "We propose EditMark, a training-free watermark for language models. "
+        "Experiments show it is robust."
+    )
+    source = Source.from_text("p", "EditMark", abstract, 0.5)
+    topic = "watermarking methods for large language model outputs"
+    assert best_sentence(source, topic).startswith("We propose EditMark")
+    # a proposal that holds too few of the topic's words does not show the paper is on it
+    assert best_sentence(source, "detecting generated text with watermarks").startswith("Watermarking methods")
+
+
 def test_a_count_says_how_many_and_how_the_line_was_drawn(moe):
     answer = moe.answer("How many poster papers use mixture-of-experts?")
     assert answer.kind == "count" and answer.count == len(answer.listed) > 0
