@@ -119,7 +119,7 @@ class EvidencePicker:
         own = [c for c in candidates if c.number == number]
         scores = self.ask_scores(asks, own, named)
         choice = best_assignment(scores)
-        picked = list(enumerate(choice))
+        picked, taken = list(enumerate(choice)), set(choice)
         runners_up = sorted(
             ((scores[a][i] - scores[a][choice[a]], a, i) for a in range(len(asks)) for i in range(len(own))),
             reverse=True,
@@ -127,8 +127,9 @@ class EvidencePicker:
         for gap, a, i in runners_up:
             if len(picked) >= self.answer.evidence_sentences or gap < -self.answer.evidence_margin:
                 break
-            if i not in {taken for _, taken in picked}:
+            if i not in taken:
                 picked.append((a, i))
+                taken.add(i)
         picked.sort(key=lambda pair: (pair[0], pair[1] != choice[pair[0]]))  # by ask; its own sentence first
         return [Evidence(number, own[i].sentence, round(scores[a][i], 4)) for a, i in picked]
 

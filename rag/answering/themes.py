@@ -105,13 +105,18 @@ def _nearest(sentences: list[str], closeness: np.ndarray) -> str:
     """The sentence that says what the paper does ("we propose …") nearest the theme's centre, else any
     nearest; a short one (at most `LONGEST_QUOTE` characters) if any is."""
     short = [i for i, sentence in enumerate(sentences) if len(sentence) <= LONGEST_QUOTE] or range(len(sentences))
-    doing = [i for i in short if PROPOSAL.search(sentences[i]) and _whole(sentences[i])] or short
+    doing = [i for i in short if says_what_it_does(sentences[i])] or short
     return sentences[max(doing, key=lambda i: closeness[i])]
 
 
-def _whole(sentence: str) -> bool:
-    """Not a fragment the sentence splitter left ("We propose a novel approach (Our code is …"), nor a code link."""
-    return sentence.count("(") == sentence.count(")") and not CODE_LINK.search(sentence)
+def says_what_it_does(sentence: str) -> bool:
+    """A whole sentence saying what its paper does ("We propose …"): not a fragment the sentence splitter left
+    ("We propose a novel approach (Our code is …"), nor a code link."""
+    return (
+        bool(PROPOSAL.search(sentence))
+        and sentence.count("(") == sentence.count(")")
+        and not CODE_LINK.search(sentence)
+    )
 
 
 def clusters(vectors: np.ndarray) -> np.ndarray:

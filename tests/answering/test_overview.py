@@ -61,18 +61,13 @@ def test_each_quote_is_a_sentence_of_the_abstract_it_cites(moe):
 def test_a_quote_says_what_its_paper_does_when_the_paper_says_it_in_a_whole_sentence(moe):
     """The quote was the sentence nearest the theme's centre, often background ("This optimization typically
     relies on pre-collected prompts.") though the paper says "we propose …" too; never a fragment or a code link."""
-    from rag.answering.themes import LONGEST_QUOTE, doing_sentences
-    from rag.text.naming import PROPOSAL
+    from rag.answering.themes import LONGEST_QUOTE, doing_sentences, says_what_it_does
 
     answer = moe.answer(OVERVIEW)
     quotes = [(quote, answer.sources[quote.number - 1]) for theme in answer.themes for quote in theme.quotes]
     saying = 0
     for quote, source in quotes:
-        whole = [
-            s
-            for s in doing_sentences(source)
-            if PROPOSAL.search(s) and len(s) <= LONGEST_QUOTE and s.count("(") == s.count(")") and "http" not in s
-        ]
+        whole = [s for s in doing_sentences(source) if says_what_it_does(s) and len(s) <= LONGEST_QUOTE]
         if whole:
             assert quote.sentence in whole, (quote.sentence, whole)
             saying += 1
