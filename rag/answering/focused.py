@@ -103,9 +103,7 @@ def compare_focus(question: Question, tools: Tools) -> Answer | None:
     others = [name for name in question.understood.compared if name and name.lower() != pairs[0][0].lower()]
     if len(pairs) == 1 and others:
         taken = set(question.focus)
-        pairs.append(
-            (others[-1], best_for(others[-1], question.filters, tools.search, tools.settings.retrieval, taken))
-        )
+        pairs.append((others[-1], best_for(others[-1], question.filters, tools, taken)))
     return compare_answer(question, pairs) if len(pairs) > 1 else None
 
 

@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING
 from rag.answering.background import is_background
 from rag.answering.overview import overview_answer
 from rag.answering.refusal import evidence_score, refusal_reason
-from rag.core.config import RetrievalConfig, Settings
+from rag.core.config import Settings
 from rag.core.errors import InputError
 from rag.core.filters import Filters
 from rag.core.markup import plain_text
 from rag.core.types import Answer, Kind, Source
 from rag.core.wording import scope
-from rag.index.lexical import terms
 from rag.question.understand import LONG_TOPIC, Topic, Understood
 from rag.text.naming import PROPOSAL
+from rag.text.terms import terms
 from rag.text.words import source_sentences
 
 if TYPE_CHECKING:
@@ -54,8 +54,7 @@ def list_kind_answer(question: Question, tools: Tools) -> Answer:
 
 def compare_kind_answer(question: Question, tools: Tools) -> Answer:
     """The two papers a compare question names, side by side."""
-    pairs = compared(question.understood, question.filters, tools.search, tools.settings.retrieval)
-    return compare_answer(question, pairs)
+    return compare_answer(question, compared(question.understood, question.filters, tools))
 
 
 def topic_rankings(topic: Topic, applied: Filters, search: Search, settings: Settings) -> list[list[Source]]:
@@ -65,23 +64,26 @@ def topic_rankings(topic: Topic, applied: Filters, search: Search, settings: Set
     return [search(text, cap, applied) for text in topic.alternatives]
 
 
-def compared(
-    understood: Understood, filters: Filters, search: Search, config: RetrievalConfig
-) -> list[tuple[str, Source | None]]:
-    """Each named thing's paper: the best-ranked one that passes refusal, the two distinct."""
+def compared(understood: Understood, filters: Filters, tools: Tools) -> list[tuple[str, Source | None]]:
+    """Each named thing's paper (`best_for`), the two distinct."""
     found: list[tuple[str, Source | None]] = []
     for name in understood.compared:
         if not name:  # "compare “ and RxnFlow": quotes alone on one side (refused, as an empty search was)
             raise InputError("the question names nothing to compare on one side")
         taken = {source.paper_id for _, source in found if source}
-        found.append((name, best_for(name, filters, search, config, taken)))
+        found.append((name, best_for(name, filters, tools, taken)))
     return found
 
 
-def best_for(name: str, filters: Filters, search: Search, config: RetrievalConfig, taken: set[str]) -> Source | None:
-    """The best-ranked paper for a named thing that passes refusal, among those not `taken`; None when none does."""
-    ranked = [s for s in search(name, 3, filters) if s.paper_id not in taken]
-    return next((s for s in ranked if refusal_reason([s], config) is None), None)
+def best_for(name: str, filters: Filters, tools: Tools, taken: set[str]) -> Source | None:
+    """The paper a named thing is, among those not `taken`: the stored paper it names exactly (its title, or
+    the name before its title's colon: "Show-o", which a search for its words misses), else the best-ranked
+    one that passes refusal; None when none does."""
+    stored = tools.stored_paper(name)
+    if stored and stored not in taken and (exact := tools.search(name, 1, replace(filters, papers=(stored,)))):
+        return exact[0]
+    ranked = [s for s in tools.search(name, 3, filters) if s.paper_id not in taken]
+    return next((s for s in ranked if refusal_reason([s], tools.settings.retrieval) is None), None)
 
 
 def relative_evidence(topic: str, config: Settings) -> float:

@@ -23,11 +23,9 @@ import json
 import logging
 import math
 import os
-import re
 import shutil
 import threading
 import time
-import unicodedata
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -38,21 +36,15 @@ import numpy as np
 
 from rag.core.errors import StoreError
 from rag.core.filters import FIELDS, Filters, column
-from rag.core.text import SEARCH_STOPWORDS as STOPWORDS
 from rag.index.store import Revision
+from rag.text.terms import terms
 
 if TYPE_CHECKING:
     from rag.index.store import PaperIndex
 
 log = logging.getLogger(__name__)
 
-LEXICAL_VERSION = 5  # bump when the tokenizer or the files change, so old builds are rebuilt
-# Letters and digits only: "_Jump Your Steps_" (Markdown emphasis in abstracts) must give "jump".
-TOKEN = re.compile(r"[^\W_]{2,}")
-# A Greek letter is its name, as abstracts write it in LaTeX: a question's "ε-VAE" finds "$\epsilon$-VAE".
-GREEK = re.compile(r"[\u0370-\u03ff]")
-# LaTeX's variant letters are the same letter to a reader: "$\varepsilon$" is "ε".
-VARIANT = re.compile(r"\bvar(?=epsilon|phi|theta|pi|rho|sigma|kappa)")
+LEXICAL_VERSION = 6  # bump when the tokenizer or the files change, so old builds are rebuilt
 # A build that read less than the state holds is built again by each question for this long (a read that
 # raced a write sees all of it within milliseconds); after that, it is taken as what the index holds.
 SHORT_FOR = 30.0
@@ -103,9 +95,11 @@ class Bm25Index:
         hashes: list[str] = []
         fields: dict[str, list] = {spec.stored: [] for spec in FIELDS}  # what filters match
         fields["content_hash"] = hashes
+        fields["title"] = titles = []  # what a paper is asked for by (`named`)
         for paper_id, abstract, metadata in papers:
             ids.append(paper_id)
             hashes.append(metadata.get("content_hash", ""))
+            titles.append(metadata.get("title", ""))
             written.append(metadata.get("chunks", 0))  # how many chunks ingest wrote for it
             corpus.append(terms(f"{metadata.get('title', '')}\n{abstract}"))
             for spec in FIELDS:
@@ -178,6 +172,21 @@ class Bm25Index:
         top = np.argpartition(-scores, n - 1)[:n]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(self.ids[row], float(scores[row])) for row in top if scores[row] > 0]
+
+    def named(self, text: str) -> list[str]:
+        """The papers whose title, or whose title's name before a colon ("Show-o" for "Show-o: One Single
+        Transformer …"), is `text`, case and spacing aside: a name no search may find by its words."""
+        return [self.ids[row] for row in self.titles.get(" ".join(text.split()).casefold(), [])]
+
+    @functools.cached_property
+    def titles(self) -> dict[str, list[int]]:
+        """The rows each title answers to: the whole title and its name before a colon, if it has one."""
+        rows: dict[str, list[int]] = {}
+        for row, title in enumerate(self.fields["title"]):
+            for key in {title, title.partition(":")[0] if ":" in title else ""}:
+                if key := " ".join(key.split()).casefold():
+                    rows.setdefault(key, []).append(row)
+        return rows
 
     def paper_of(self, chunk_id: str) -> str | None:
         """The paper of a chunk of a complete paper, in the version this index holds; else None.
@@ -351,20 +360,6 @@ class LexicalStore:
                 shutil.rmtree(old, ignore_errors=True)
 
 
-def terms(text: str) -> list[str]:
-    """Lower-cased, stemmed word tokens without stop words: what BM25 and coverage compare. Greek
-    letters are spelled out ("ε" and "$\\varepsilon$" give "epsilon")."""
-    text = VARIANT.sub("", GREEK.sub(greek_name, text.lower()))
-    return _stem([token for token in TOKEN.findall(text) if token not in STOPWORDS])
-
-
-def greek_name(match: re.Match) -> str:
-    """ "ε" -> " epsilon " ("GREEK SMALL LETTER EPSILON"; "ϵ" is "GREEK LUNATE EPSILON SYMBOL")."""
-    words = unicodedata.name(match.group(0), "").split()
-    letter = words[-2] if words[-1:] == ["SYMBOL"] else words[-1] if "LETTER" in words else ""
-    return f" {letter.lower()} "
-
-
 def idf(papers: int, holding: int) -> float:
     """BM25's inverse document frequency (the Lucene form, never negative)."""
     return math.log(1 + (papers - holding + 0.5) / (holding + 0.5))
@@ -376,18 +371,6 @@ def fingerprint(ids: list[str], hashes: list[str]) -> str:
     for paper_id, content_hash in sorted(zip(ids, hashes)):
         digest.update(f"{paper_id}\0{content_hash}\n".encode())
     return f"{len(ids)}-{digest.hexdigest()[:16]}"
-
-
-_stemmers = threading.local()  # PyStemmer objects are not safe to share between threads
-
-
-def _stem(tokens: list[str]) -> list[str]:
-    stemmer = getattr(_stemmers, "english", None)
-    if stemmer is None:
-        import Stemmer
-
-        stemmer = _stemmers.english = Stemmer.Stemmer("english")
-    return stemmer.stemWords(tokens)
 
 
 def _write_atomically(path: Path, text: str) -> None:

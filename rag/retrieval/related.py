@@ -28,8 +28,8 @@ from rag.core.filters import Filters
 from rag.core.papers import PaperRecord
 from rag.core.text import clean_question
 from rag.core.types import Match, Source
-from rag.index.lexical import terms
 from rag.retrieval.search import Candidate, fuse
+from rag.text.terms import terms
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -105,16 +105,9 @@ class RelatedRanker:
         found = self.index.paper(text) if text else None
         if found is not None:
             return Subject(text, str(found[1].get("title", "")), found[0], found[1])
-        wanted = text.casefold()
-        candidates = [paper_id for paper_id, _ in lexical.search(text, 20)]
-        titles = {
-            paper_id: " ".join(str(meta.get("title", "")).split()).casefold()
-            for paper_id, meta in self.index.stored_metadata(candidates).items()
-        }
-        for name_of in (lambda title: title, lambda title: title.partition(":")[0].strip()):
-            named = [paper_id for paper_id, title in titles.items() if wanted and name_of(title) == wanted]
-            if named:
-                return self.stored(named[0], lexical)
+        named = lexical.named(text)
+        if named:
+            return self.stored(named[0], lexical)
         return None
 
     def rank(

@@ -15,10 +15,10 @@ from conftest import SEED_FILE, SEED_TEXT, seed_abstracts, settings_for, write_j
 from rag.core.config import PROJECT_ROOT, with_overrides
 from rag.core.filters import Filters
 from rag.core.types import PASSAGE_GAP
-from rag.index.lexical import terms
 from rag.retrieval.search import Candidate
 from rag.retrieval.stages.mmr import mmr
 from rag.service import RagService
+from rag.text.terms import terms
 
 MODES = ("dense", "bm25", "hybrid")
 STATUSES = ("Poster", "Oral", "Spotlight", "Reject")
