@@ -16,6 +16,11 @@ topic, the field a tally groups by, whether it asks for shares, the paper relate
 "but for" restricts them to, the two papers compared) are read by `RagService.understand` and compared word
 by word (`same_span`); "slots ok" counts a question whose filters, slots and (for a follow-up) papers
 pointed to are all right.
+
+A question about a topic's papers (a list, count, overview or reading list, asked alone, with a labelled
+topic) is also checked for papers quoted off the topic: each paper its answer cites is counted when its title
+and abstract hold none of the labelled topic's terms (stemmed, stop words out: `rag.text.terms`), and when
+they lack any one of them.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from rag.core.config import with_overrides
 from rag.core.errors import InputError
 from rag.question.understand import Understood
 from rag.service import RagService
+from rag.text.terms import terms
 
 ROOT = Path(__file__).resolve().parent.parent
 PHRASINGS = ROOT / "tests" / "eval" / "phrasing_questions.jsonl"
@@ -125,9 +131,24 @@ def read_one(service: RagService, item: dict) -> dict:
         row["points_ok"] = bool(expected) and set(answer.focus) == expected
     elif not item.get("history"):
         row["slots"] = slots_right(service.understand(item["question"]), item)
+        if item["kind"] in TOPIC_KINDS and item.get("topic") and not answer.refused:
+            row["quoted"] = held_terms(service, answer.cited, set(terms(item["topic"])))
     slots = [row["filters_ok"], *row.get("slots", {}).values(), *([row["points_ok"]] if "points_ok" in row else [])]
     row["slots_ok"] = all(slots)
     return row
+
+
+TOPIC_KINDS = {"list", "count", "overview", "reading_list"}
+
+
+def held_terms(service: RagService, paper_ids: list[str], wanted: set[str]) -> list[float]:
+    """For each paper cited, the share of the topic's terms its title and abstract hold."""
+    shares = []
+    for paper_id in dict.fromkeys(paper_ids):
+        paper = service.paper(paper_id) or {}
+        held = set(terms(f"{paper.get('title', '')} {paper.get('abstract', '')}"))
+        shares.append(len(wanted & held) / len(wanted) if wanted else 1.0)
+    return shares
 
 
 def read_safely(service: RagService, item: dict) -> dict:
@@ -162,6 +183,14 @@ def table(rows: list[dict]) -> str:
     lines.append(
         "each slot: " + ", ".join(f"{slot} {sum(r) / len(r):.3f} ({len(r)})" for slot, r in sorted(each.items()))
     )
+    quoted = [share for row in rows for share in row.get("quoted", [])]
+    if quoted:
+        none, some = sum(share == 0 for share in quoted), sum(share < 1 for share in quoted)
+        answers = sum("quoted" in row for row in rows)
+        lines.append(
+            f"papers quoted by {answers} topic answers: {len(quoted)}, of which {none} hold none of the topic's "
+            f"terms, {some} lack one or more"
+        )
     followups = [row for row in rows if "points_ok" in row]
     if followups:
         right = sum(row["points_ok"] for row in followups)

@@ -2,6 +2,8 @@
 
     python benchmarks/train_reader.py            # cross-validated figures, then writes rag/question/reader.npz
     python benchmarks/train_reader.py --no-write
+    python benchmarks/train_reader.py --hold-out-dev   # without the phrasing dev split, for a held-out
+                                                       # `benchmarks/reader.py --split dev`; retrain after
 
 What it learns from, all dev or training data (the test splits are kept for reporting, benchmarks/reader.py):
 - tests/eval/phrasing_train.jsonl (writers p3, p4) and the dev split of tests/eval/phrasing_questions.jsonl
@@ -43,9 +45,10 @@ def rows(name: str, split: str | None = None) -> list[dict]:
     return [row for row in found if split is None or row["split"] == split]
 
 
-def pool() -> list[dict]:
-    """Every training question as {question, kind, group (tally only), spans (phrasing only)}."""
-    phrasing = rows("phrasing_train.jsonl") + rows("phrasing_questions.jsonl", "dev")
+def pool(hold_out_dev: bool = False) -> list[dict]:
+    """Every training question as {question, kind, group (tally only), spans (phrasing only)}; without the
+    phrasing set's dev split if `hold_out_dev`."""
+    phrasing = rows("phrasing_train.jsonl") + ([] if hold_out_dev else rows("phrasing_questions.jsonl", "dev"))
     out = [
         {
             "question": row["question"],
@@ -166,8 +169,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cv", action="store_true", help="report five-fold cross-validated kind accuracy first")
     parser.add_argument("--no-write", dest="write", action="store_false")
+    parser.add_argument("--hold-out-dev", action="store_true", help="leave the phrasing dev split out of training")
     args = parser.parse_args()
-    items = pool()
+    items = pool(args.hold_out_dev)
     embeddings = RagService(load_config("extractive")).embeddings  # the bundled model, as the product runs it
     vectors = np.array(embeddings.embed_documents([item["question"] for item in items]))
     if args.cv:
