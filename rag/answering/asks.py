@@ -85,6 +85,8 @@ def held_by(ask: Ask, sentence: str, introduces: bool, proposes: bool = False, n
     says what the paper proposes."""
     if ask.kind is AskKind.WHAT:
         return 0
+    if ask.kind is AskKind.EXPANSION:
+        return 1 if spells_out(sentence, ask.expands) else -1
     if ask.kind is AskKind.NAME and named:  # "what objective does RxnFlow train with": another name (GFlowNets),
         # which the sentence introducing the paper lacks when it gives none but the paper's own
         return 1 if gives_name(sentence, besides=named) else -1 if introduces else 0
@@ -104,6 +106,8 @@ def wanted(wants: Wants, sentence: str, introduces: bool, proposes: bool, named:
     paper's name when the question gives it; then the name wanted is another ("what objective does
     RxnFlow train with": GFlowNets), not the sentence that introduces the paper."""
     kind = 0
+    if wants.expands:
+        kind += 1 if spells_out(sentence, wants.expands) else -1
     if wants.number:
         kind += 1 if NUMBER.search(sentence) else -1
     if wants.name and named:
@@ -115,6 +119,13 @@ def wanted(wants: Wants, sentence: str, introduces: bool, proposes: bool, named:
     if wants.how_or_why:  # a mechanism or a reason, not the sentence that says what the paper proposes
         kind += held_by(wants.how_or_why, sentence, introduces, proposes)
     return kind
+
+
+def spells_out(sentence: str, acronyms: tuple[str, ...]) -> bool:
+    """Whether the sentence says what one of the acronyms stands for: the words before it in brackets
+    ("Context Length Generalizability (CoLeG)"), or "CLuST stands for …"."""
+    spelled = (rf"\w\W+\(\s*{re.escape(a)}s?\s*[),;]|\b{re.escape(a)},? (?:stands|short) for" for a in acronyms)
+    return any(re.search(pattern, sentence) for pattern in spelled)
 
 
 def gives_name(sentence: str, besides: str = "") -> bool:

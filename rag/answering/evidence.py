@@ -88,12 +88,22 @@ class EvidencePicker:
             each = self.for_each_ask(list(question.asks), scored[0].number, candidates, named)
             return with_sentence_before(question, each, sources)
         chosen = self.chosen(question, scored, sources)
+        if question.wants.expands:  # "what does CLuST stand for?"
+            chosen = self.spelling_out(chosen, candidates)
         how = question.wants.how_or_why
         if how:  # "how does X work": a sentence that says how, and a method's steps from the first
             chosen = self.saying_how(chosen, candidates)
             if how.kind is AskKind.MECHANISM:
                 chosen = with_earlier_steps(chosen, sources, self.answer.evidence_sentences)
         return with_sentence_before(question, chosen, sources)
+
+    def spelling_out(self, chosen: list[Evidence], candidates: list[SentenceCandidate]) -> list[Evidence]:
+        """The answering paper's sentence that spells the asked acronym out leads the chosen ones, when they
+        lack it: a sentence that only uses the acronym matches the question as closely."""
+        spelled = next((c for c in candidates if chosen and c.number == chosen[0].number and c.kind > 0), None)
+        if spelled is None or any(e.sentence == spelled.sentence for e in chosen):
+            return chosen
+        return [*ranked([spelled], self.answer), *chosen[: self.answer.evidence_sentences - 1]]
 
     def saying_how(self, chosen: list[Evidence], candidates: list[SentenceCandidate]) -> list[Evidence]:
         """For a one-ask "how/why" question: the chosen sentences and, when none of them says how or why, the

@@ -33,7 +33,8 @@ SEARCH_STOPWORDS = STOPWORDS | frozenset(
     "whose might must over under between within without based study studies approaches methods propose "
     "proposed proposes present presents introduce introduced introduces show shows shown novel existing "
     "ways like well here whether kind kinds type types tries tried trying make makes made help helps gets "
-    "able need needs exist exists specific particular certain various".split()
+    "able need needs exist exists specific particular certain various "
+    "acronym acronyms abbreviation abbreviations abbreviated stand stands stood".split()
 )
 
 # Evidence scoring and follow-up questions (content_stems in rag/text/words.py) also drop these.

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-LEXICAL_VERSION = 6  # bump when the tokenizer or the files change, so old builds are rebuilt
+LEXICAL_VERSION = 7  # bump when the tokenizer or the files change, so old builds are rebuilt
 # A build that read less than the state holds is built again by each question for this long (a read that
 # raced a write sees all of it within milliseconds); after that, it is taken as what the index holds.
 SHORT_FOR = 30.0

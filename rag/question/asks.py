@@ -42,6 +42,7 @@ class AskKind(StrEnum):
     MECHANISM = "mechanism"  # how does it work / how is it done
     REASON = "reason"  # why
     RESULT = "result"  # does it work / how well
+    EXPANSION = "expansion"  # what an acronym stands for
     WHAT = "what"  # anything else: what is X, what does it show
 
 
@@ -67,6 +68,9 @@ NAME_ASK = re.compile(
     r"objective)s?\b|\b(called|named|stand for|acronym)\b|^\s*(is|are) there\b",
     re.I,
 )
+# What an acronym of the ask ("CLuST", "CoLeG", "UMAP": two capitals or more) stands for.
+EXPANSION_ASK = re.compile(r"\b(?:stands?|stood) for\b|\bshort for\b|\babbreviat\w*|\bacronym\b", re.I)
+ACRONYM_WORD = re.compile(r"\b[A-Za-z]*[A-Z][a-z0-9]*[A-Z][\w]*\b")
 RESULT_ASK = re.compile(
     r"^\s*(does|do|did|is|are|can|how well|how good|how effective|what results?)\b|"
     r"^\s*what (do|does|did) (\w+ ){0,3}(find|conclude|show|reveal|demonstrate)\b",
@@ -98,34 +102,41 @@ class Ask:
     kind: AskKind
     how_much: bool  # it asks for an amount ("how many", "what percentage"): the numbers are the answer
     figure: bool  # it says "how much": a comparison then wants the figure, not only that it is better
+    expands: tuple[str, ...] = ()  # an expansion's acronyms: the sentence that spells one out answers it
 
     @classmethod
     def of(cls, text: str) -> Ask:
-        return cls(text, ask_kind(text), bool(HOW_MUCH.search(text)), "how much" in text.lower())
+        kind = ask_kind(text)
+        expands = tuple(ACRONYM_WORD.findall(text)) if kind is AskKind.EXPANSION else ()
+        return cls(text, kind, bool(HOW_MUCH.search(text)), "how much" in text.lower(), expands)
 
 
 @dataclass(frozen=True)
 class Wants:
     """What kind of sentence a question wants, scoring every sentence of its sources: a number ("how
     many"), a name ("which method"), a result ("does it work"), or, for a one-ask "how/why" question, a
-    mechanism or a reason."""
+    mechanism or a reason; for a one-ask "what does CLuST stand for?", the acronyms it asks to spell out."""
 
     number: bool
     name: bool
     result: bool
     how_or_why: Ask | None
+    expands: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, question: str, asks: list[Ask]) -> Wants:
-        number, name = bool(HOW_MUCH.search(question)), bool(WHICH_NAME.search(question))
-        result = not (number or name) and bool(RESULT_QUESTION.match(question.strip()))
+        expands = asks[0].expands if len(asks) == 1 else ()
+        number, name = bool(HOW_MUCH.search(question)), not expands and bool(WHICH_NAME.search(question))
+        result = not (number or name or expands) and bool(RESULT_QUESTION.match(question.strip()))
         how = asks[0] if len(asks) == 1 and asks[0].kind in (AskKind.MECHANISM, AskKind.REASON) else None
-        return cls(number, name, result, how)
+        return cls(number, name, result, how, expands)
 
 
 def ask_kind(text: str) -> AskKind:
     """The kind of answer an ask wants, by its words: the first rule that fits."""
     lowered = text.lower().strip()
+    if EXPANSION_ASK.search(text) and ACRONYM_WORD.search(text):
+        return AskKind.EXPANSION
     if re.search(r"\bhow much (better|faster|higher|lower|more)\b", lowered) or (
         NUMBER_ASK.search(text) and COMPARISON_ASK.search(text)
     ):
