@@ -204,13 +204,15 @@ class EvidencePicker:
         else:
             widen = 2 if question.two_asks else 1  # "what does X optimize, and on which tasks"
             # "how many …?" is answered by numbers: a sentence without one doesn't join
-            close = [
+            joins = [
                 e
                 for e in scored[1:]
-                if e.score >= best.score - widen * self.margin(e, best)
-                and not repeats(e.sentence, question.said)
-                and not (numbers_only and not NUMBER.search(e.sentence))
+                if not repeats(e.sentence, question.said) and not (numbers_only and not NUMBER.search(e.sentence))
             ]
+            close = [e for e in joins if e.score >= best.score - widen * self.margin(e, best)]
+            if not close:  # one sentence: its paper's next best, if not far below
+                lone = self.answer.lone_margin
+                close = [e for e in joins if e.number == best.number and e.score >= best.score - lone][:1]
         return [best, *close][: self.answer.evidence_sentences]
 
     def margin(self, item: Evidence, best: Evidence) -> float:

@@ -62,7 +62,9 @@ def test_a_question_splits_into_its_asks_only_where_a_wh_word_starts_a_new_one(q
         ("How does Stealthy Shield Defense protect a model", AskKind.MECHANISM),
         ("Why does R3D2 recast Hanabi as a text task", AskKind.REASON),
         ("Which framework detects tampered images", AskKind.NAME),
-        ("What does the acronym R3D2 stand for", AskKind.NAME),
+        ("What does the acronym R3D2 stand for", AskKind.EXPANSION),
+        ("What is SemSI short for", AskKind.EXPANSION),
+        ("What does RxnFlow stand out for", AskKind.WHAT),
         ("Does SSD outperform existing defenses", AskKind.COMPARISON),
         ("Is there a dataset of learning histories", AskKind.NAME),
         ("Does learning fair representations remove bias", AskKind.RESULT),
@@ -83,6 +85,24 @@ def test_a_sentence_holds_an_ask_of_its_kind_or_lacks_it():
     assert (
         held_by(how, "We propose SSD, which works by post-processing outputs.", True, True) == -1
     )  # not 'we propose X'
+    expansion = split_asks("what does CLuST stand for?")[0]
+    assert expansion.expands == ("CLuST",)
+    assert held_by(expansion, "continual learning under specific trade-offs (CLuST) is our setting.", False) == 1
+    assert held_by(expansion, "IBCL tackles CLuST efficiently.", True) == -1
+
+
+@pytest.mark.parametrize(
+    ("question", "spelled"),
+    [
+        ("What does CDE stand for in Jump Your Steps?", "Compounding Decoding Error (CDE)"),
+        ("What does the acronym EDBD stand for?", "energy distribution-based detector (EDBD)"),
+        ("In the graph OOD detection paper, what does EDBD stand for, and what does it spread?", "detector (EDBD)"),
+    ],
+)
+def test_what_an_acronym_stands_for_is_answered_by_the_sentence_that_spells_it_out(seeded, question, spelled):
+    answer = seeded.answer(question)
+    assert not answer.refused and spelled in answer.text
+    assert all(check.supported for check in answer.checks)
 
 
 @pytest.mark.parametrize(
