@@ -131,7 +131,7 @@ class AnswerConfig(Section):
         0.3, ge=0, description="A further sentence joins the best one when it scores within this margin of it."
     )
     lone_margin: float = Field(
-        0.3,
+        0.5,
         ge=0,
         description="An answer that would quote one sentence also quotes its paper's next best one within this "
         "margin of it (a question about one paper: one sentence rarely holds all it asks).",

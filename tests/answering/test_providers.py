@@ -396,11 +396,12 @@ def test_the_bundled_model_states_each_asked_number_with_what_it_counts(local_ll
 
 def test_a_model_answer_that_restates_the_question_is_followed_by_the_evidence(seeded, embeddings, key):
     question = "What does RxnFlow assemble molecules from?"
+    quoted = seeded.answer(question)
     restated = "RxnFlow assembles molecules [1]."  # supported, and says nothing new
     with scripted_server(chat(restated)) as url:
         pieces, answer = collect(hosted(seeded, embeddings, url).stream_answer(question))
     assert answer.answered_by == "model" and "words the best sentence adds" in answer.replaced
-    assert pieces[0] == restated and len(pieces) == 2 and "".join(pieces) == answer.text
+    assert pieces[0] == restated and answer.text == f"{restated} {quoted.text}" == "".join(pieces)
 
 
 def test_a_model_answer_falling_short_is_followed_by_each_evidence_sentence_it_lacks(seeded, embeddings, key):
