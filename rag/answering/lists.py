@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from rag.answering.asks import CODE_LINK
 from rag.answering.background import is_background
 from rag.answering.overview import overview_answer
 from rag.answering.refusal import evidence_score, refusal_reason
@@ -170,17 +169,16 @@ def best_sentence(source: Source, topic: str) -> str:
     holding at least half as many of the topic's words as the one holding most (one at least), the one that
     says what the paper does ("We propose …"); else the one holding most. On a tie, one that is not background
     (an abstract's opening, "Recent … have achieved …"), then the first. An abstract's opening restates its
-    field, so it often holds the topic's words best while saying nothing of the paper; "Our code is available
-    at https://github.com/…/DeFT" holds the name, and says nothing of the paper either: it comes last."""
+    field, so it often holds the topic's words best while saying nothing of the paper."""
     wanted = set(terms(topic))
     sentences = list(enumerate(source_sentences(source)))
     held = {position: len(wanted & set(terms(sentence))) for position, sentence in sentences}
     enough = max(1, max(held.values(), default=0) / 2)
 
-    def merit(item: tuple[int, str]) -> tuple[bool, bool, int, bool]:
+    def merit(item: tuple[int, str]) -> tuple[bool, int, bool]:
         position, sentence = item
         doing = held[position] >= enough and bool(PROPOSAL.search(sentence))
-        return not CODE_LINK.search(sentence), doing, held[position], not is_background(position, sentence)
+        return doing, held[position], not is_background(position, sentence)
 
     return plain_text(max(sentences, key=merit)[1]) if sentences else ""
 

@@ -212,20 +212,6 @@ def test_a_listed_paper_says_what_it_does_even_where_its_opening_holds_more_of_t
     assert best_sentence(source, "detecting generated text with watermarks").startswith("Watermarking methods")
 
 
-def test_a_listed_paper_is_never_shown_by_where_its_code_is():
-    """A list of tree-attention papers quoted "Our code is available at https://github.com/LINs-lab/DeFT." for
-    DeFT: the link holds the name, and nothing the paper does."""
-    abstract = (
-        "Tree-structured decoding is memory-bound. "
-        "DeFT is a tree attention algorithm for tree-structured LLM decoding. "
-        "Our code for DeFT tree attention inference is available at https://github.com/LINs-lab/DeFT."
-    )
-    source = Source.from_text("p", "DeFT", abstract, 0.5)
-    assert best_sentence(source, "DeFT tree attention inference").startswith("DeFT is a tree attention algorithm")
-    linked = Source.from_text("q", "Q", "Our code for DeFT is available at https://github.com/LINs-lab/DeFT.", 0.5)
-    assert "github" in best_sentence(linked, "DeFT")  # the only sentence still shows the paper
-
-
 def test_a_count_says_how_many_and_how_the_line_was_drawn(moe):
     answer = moe.answer("How many poster papers use mixture-of-experts?")
     assert answer.kind == "count" and answer.count == len(answer.listed) > 0
