@@ -11,10 +11,22 @@ MARKER = re.compile(r"\s*\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[“‘])|(?<=\][.!?])\s+|\n+")
 
 
+# What ends no sentence inside it: a title in curly quotes, as answers name a paper ("“When is Task Vector
+# Provably Effective for Model Editing? A …”"), brackets ("(e.g. SGD)", "(We attach the code. …)") and a
+# LaTeX group ("library~\footnote{We attach the code. …}").
+QUOTED = re.compile(r"“[^“”\n]{1,300}”|\([^()\n]{1,300}\)|\{[^{}\n]{1,300}\}")
+
+
 def split_sentences(text: str) -> list[str]:
     """Sentences of prose, split at end punctuation followed by a capital or after a citation marker, or at
-    line breaks."""
-    return [part.strip() for part in SENTENCE_END.split(text) if part and part.strip()]
+    line breaks; not inside curly quotes (a title's "?" ends no sentence), brackets or a LaTeX group's braces."""
+    masked = QUOTED.sub(lambda quoted: re.sub(r"[.!?\n]", "_", quoted.group(0)), text)  # the same length
+    parts, start = [], 0
+    for end in SENTENCE_END.finditer(masked):
+        parts.append(text[start : end.start()])
+        start = end.end()
+    parts.append(text[start:])
+    return [part.strip() for part in parts if part and part.strip()]
 
 
 def marker_numbers(text: str) -> list[int]:

@@ -13,7 +13,11 @@ from conftest import FULL_LIST, SEED_FILE, settings_for, write_jsonl
 
 from rag.service import RagService
 
-NAMED = ("Show-o: One Single Transformer", "Transfusion: Predict the Next Token")
+NAMED = (
+    "Show-o: One Single Transformer",
+    "Transfusion: Predict the Next Token",
+    "When is Task Vector Provably Effective for Model Editing?",
+)
 
 
 @pytest.fixture(scope="module")
@@ -47,3 +51,14 @@ def test_related_papers_and_stored_fields_of_a_paper_named_so(named_index):
     assert related["sources"][0]["paper_id"] == show_o["id"] and not related["refused"]
     authors = rag("ask", "Who wrote Show-o?", index=index).stdout
     assert all(author in authors for author in show_o["authors"])
+
+
+def test_a_paper_whose_title_asks_a_question_is_named_whole(named_index):
+    """An answer names its paper by its title in quotes when the question doesn't: a "?" inside the title ended
+    a sentence there, and the half before it, citing nothing, was dropped from the answer."""
+    index, _ = named_index
+    shown = rag("ask", "Task arithmetic on nonlinear Transformers was checked on which language model?", index=index)
+    assert shown.returncode == 0, shown.stderr
+    first = shown.stdout.splitlines()[0]
+    assert first.startswith("“When is Task Vector Provably Effective for Model Editing? A Generalization")
+    assert "[1]" in first
