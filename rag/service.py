@@ -33,7 +33,7 @@ from rag.core.filters import PICKERS, Filters, given_filters
 from rag.core.text import clean_question
 from rag.core.types import Answer, Source
 from rag.index.access import IndexAccess
-from rag.index.embeddings import CachedEmbeddings, load_tokenizer, make_embeddings
+from rag.index.embeddings import CachedEmbeddings, load_tokenizer, make_embeddings, make_index_embeddings
 from rag.index.lexical import LexicalStore, Revision
 from rag.index.setup import (
     Choice,
@@ -101,6 +101,12 @@ class RagService:
         return make_embeddings(self.config.embedding)
 
     @cached_property
+    def index_embeddings(self) -> Embeddings:
+        """What the index's vectors are made with: the embeddings (or the caller's), or a static model's."""
+        given = self._embeddings_given
+        return self.embeddings if given else make_index_embeddings(self.choice.config.embedding, self.embeddings)
+
+    @cached_property
     def client(self):
         return open_client(self.config.vectorstore)
 
@@ -119,9 +125,8 @@ class RagService:
         choice = choose_index(stored_indexes(self.client, self.config), self.config, self.where)
         if choice.config is not self.config:
             self.config = choice.config
-            built_for_the_config = ["sentence_embeddings", "chunker"]
-            built_for_the_config += [] if self._embeddings_given else ["embeddings"]  # not the caller's
-            for part in built_for_the_config:
+            theirs = [] if self._embeddings_given else ["embeddings"]  # the caller's embeddings stay
+            for part in ["sentence_embeddings", "chunker", "index_embeddings", *theirs]:
                 self.__dict__.pop(part, None)  # built again, for the index's setup, when next used
         if choice.note:
             log.warning(choice.note)
@@ -145,7 +150,7 @@ class RagService:
         name = setup.collection_name()
         # Chroma's file, whose stat tells of writes (PaperIndex.revision); unknown for a client passed in.
         database = self._files(name).database if self.access.enabled else None
-        index = PaperIndex(self.client, name, self.embeddings, self.where, database, setup)
+        index = PaperIndex(self.client, name, self.index_embeddings, self.where, database, setup)
         if self.access.enabled:
             self.access.opened(index.revision())
         return index
@@ -161,7 +166,8 @@ class RagService:
 
     @cached_property
     def retriever(self) -> Retriever:
-        return Retriever(self.index, self.lexical, self.embeddings, self.config.retrieval)
+        scorer = self.sentence_embeddings if self.index_embeddings is not self.embeddings else None  # static vectors
+        return Retriever(self.index, self.lexical, self.index_embeddings, self.config.retrieval, scorer)
 
     @cached_property
     def chunker(self):
@@ -191,8 +197,7 @@ class RagService:
     @cached_property
     def retrieval_chain(self) -> Runnable:
         """`find_sources` as a LangChain Runnable, for LCEL chains built around the service."""
-        # Not used to answer: LCEL's machinery (callbacks, tracers, a thread per step) costs a cold
-        # `rag ask` half a second of imports and each question a thread.
+        # Not used to answer: LCEL's machinery costs a cold `rag ask` half a second and each question a thread.
         from langchain_core.runnables import RunnableLambda
 
         return RunnableLambda(self.find_sources)

@@ -230,4 +230,4 @@ def stored_paper(parts: Parts, name: str) -> str | None:
 
 
 def ranker_of(parts: Parts) -> RelatedRanker:
-    return RelatedRanker(parts.index, parts.retriever, parts.embeddings, parts.chunker.chunk)
+    return RelatedRanker(parts.index, parts.retriever, parts.index.embeddings, parts.chunker.chunk)

@@ -38,11 +38,13 @@ class EmbeddingConfig(Section):
     )
     # int8, not fp32: the same retrieval and answers on the seed dev set and the full-list sets (docs/benchmarks.md),
     # and 1.5x the ingest speed. An index keeps the backend it was built with (rag/index/setup.py).
-    backend: Literal["torch", "onnx", "onnx-int8"] = Field(
+    backend: Literal["torch", "onnx", "onnx-int8", "static"] = Field(
         "onnx-int8",
         description="How the model runs: an ONNX export built locally from the weights on first use (int8: fast "
         "ingest, vectors slightly moved from fp32's; fp32: torch's vectors in a third of torch's time per question), "
-        "or PyTorch. An index is read with the backend it was built with.",
+        "or PyTorch. 'static': the index stores the vectors of a static model distilled from it (rag/index/static.py; "
+        "the whole list searchable in about two minutes) and int8 scores what they find. An index is read with the "
+        "backend it was built with.",
     )
     batch_size: int = Field(64, ge=1, description="Texts embedded per model call.")
     onnx_cache: Path = Field(
@@ -139,6 +141,12 @@ class RetrievalConfig(Section):
     # for the usual 60 and 1); every setting tried scores 1.0 on the other sets' dev splits. See docs/evaluation.md.
     rrf_k: int = Field(5, ge=1, description="Reciprocal rank fusion constant: a paper scores weight / (rrf_k + rank).")
     bm25_weight: float = Field(2.0, ge=0, description="Weight of the BM25 ranking in fusion; the dense one has 1.")
+    rescore: int = Field(
+        5,
+        ge=1,
+        description="An index of static vectors (embedding.backend 'static'): the fused ranking's first papers "
+        "ranked again by the full model, their chunks embedded per question.",
+    )
     stages: list[StageConfig] = Field(
         default_factory=list,
         description="Steps run in order on the fused ranking before the cut to k, each a module of "

@@ -76,6 +76,7 @@ EMBEDDING_BACKENDS: dict[str, Callable[[EmbeddingConfig], Embeddings]] = {
     "torch": sentence_transformer_embeddings,
     "onnx": onnx_embeddings,
     "onnx-int8": functools.partial(onnx_embeddings, quantized=True),
+    "static": functools.partial(onnx_embeddings, quantized=True),  # questions and answers; the index: below
 }
 
 
@@ -87,6 +88,20 @@ def make_embeddings(config: EmbeddingConfig) -> Embeddings:
             f"embedding.backend: unknown '{config.backend}'; valid: {', '.join(EMBEDDING_BACKENDS)}"
         ) from None
     return factory(config)
+
+
+def make_index_embeddings(config: EmbeddingConfig, model: Embeddings) -> Embeddings:
+    """What the index's vectors are made with: `model` (the configured backend's), or for 'static' the static
+    model distilled from the fp32 export (rag/index/static.py)."""
+    if config.backend != "static":
+        return model
+    _offline()
+    from rag.index.static import StaticEmbeddings, static_model_folder
+
+    fp32 = onnx_embeddings(config)
+    assert isinstance(fp32, OnnxEmbeddings)
+    pieces = load_tokenizer(config)
+    return StaticEmbeddings(static_model_folder(fp32, pieces.copy()), pieces.max_length)
 
 
 class CachedEmbeddings(Embeddings):

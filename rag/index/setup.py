@@ -27,7 +27,7 @@ from rag.index.embeddings import model_directory
 INDEX_VERSION = 1  # bump when the stored layout changes, so old indexes are never misread
 RECORD_PREFIX = "setup_"  # the papers collection's metadata keys that hold the setup
 PAPERS_SUFFIX = "-papers"
-BACKENDS = ("onnx", "onnx-int8")  # one of each vector kind: torch makes onnx's vectors
+BACKENDS = ("onnx", "onnx-int8", "static")  # one of each vector kind: torch makes onnx's vectors
 CHROMA_DATABASE = "chroma.sqlite3"  # the file an on-disk Chroma folder keeps everything in
 
 
@@ -58,6 +58,11 @@ class IndexSetup:
         return {RECORD_PREFIX + key: value for key, value in asdict(self).items()}
 
     @property
+    def vectors(self) -> str:
+        """The kind of vectors the index stores: torch and onnx make the same ones."""
+        return {"onnx-int8": "int8", "static": "static"}.get(self.backend, "fp32")
+
+    @property
     def model_label(self) -> str:
         """A short name for the model: the bundled model's name, or a local model folder's."""
         return self.model if self.model == BUNDLED_EMBEDDING else Path(self.model).name
@@ -69,15 +74,15 @@ class IndexSetup:
             "int8": self.backend == "onnx-int8",
             "chunking": {"chunk_tokens": self.chunk_tokens, "overlap_tokens": self.overlap_tokens},
             "version": self.version,
-        }
+        } | ({"static": True} if self.backend == "static" else {})  # the others' names as they always were
         digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
         slug = re.sub(r"[^a-z0-9]+", "-", self.model_label.lower()).strip("-")[:40] or "model"
         return f"{slug}-{digest}"
 
     def same_vectors(self, other: IndexSetup) -> bool:
         """Whether an index built with `other` is read right with this setup (torch and onnx make the same vectors)."""
-        vectors = (self.model, self.backend == "onnx-int8", self.chunk_tokens, self.overlap_tokens, self.version)
-        theirs = (other.model, other.backend == "onnx-int8", other.chunk_tokens, other.overlap_tokens, other.version)
+        vectors = (self.model, self.vectors, self.chunk_tokens, self.overlap_tokens, self.version)
+        theirs = (other.model, other.vectors, other.chunk_tokens, other.overlap_tokens, other.version)
         return vectors == theirs
 
     def label(self) -> str:

@@ -20,6 +20,10 @@ class WordPieces:
         self.max_length = max_length
         self.pad_id = self._ids.token_to_id("[PAD]") or 0
 
+    def copy(self):
+        """A copy of the `tokenizers.Tokenizer`, cutting and padding nothing."""
+        return self._pieces.__class__.from_str(self._pieces.to_str())
+
     def ids(self, texts: list[str]) -> list[list[int]]:
         """Model input ids of each text, special tokens included, cut at the model's longest input."""
         return [encoding.ids for encoding in self._ids.encode_batch(texts)]

@@ -71,13 +71,26 @@ def fuse(
 
 
 class Retriever:
-    """Ranks papers for a question in the configured mode (dense, bm25 or hybrid)."""
+    """Ranks papers for a question in the configured mode (dense, bm25 or hybrid).
 
-    def __init__(self, index: PaperIndex, lexical: LexicalStore, embeddings: Embeddings, config: RetrievalConfig):
+    `embeddings` make the vectors the index stores. When those are a static model's (rag/index/static.py),
+    `scorer` is the model it was distilled from: it embeds the question and the chunks of the papers kept, so
+    their scores (which refusal and the passages are judged by) are the model's, as in any other index.
+    """
+
+    def __init__(
+        self,
+        index: PaperIndex,
+        lexical: LexicalStore,
+        embeddings: Embeddings,
+        config: RetrievalConfig,
+        scorer: Embeddings | None = None,
+    ):
         self.index = index
         self.lexical = lexical
         self.embeddings = embeddings
         self.config = config
+        self.scorer = scorer
         self.stages = stages.build(config.stages)
 
     def retrieve(self, question: str, k: int, filters: Filters, state: Revision | None = None) -> list[Source]:
@@ -86,8 +99,7 @@ class Retriever:
         `state` is the index's state if the caller has just read it.
         """
         config = self.config
-        vector = np.asarray(self.embeddings.embed_query(question), dtype=np.float32)
-        vector /= np.linalg.norm(vector) or 1.0
+        vector = unit(self.embeddings.embed_query(question))
         lexical = self.lexical.current(state)
         candidates: dict[str, Candidate] = {}
         rankings: dict[str, list[str]] = {}
@@ -110,7 +122,10 @@ class Retriever:
         first_everywhere = fuse(candidates, rankings, {"dense": 1.0, "bm25": config.bm25_weight}, config.rrf_k)
         ranked = sorted(candidates.values(), key=lambda c: -c.fused)
         pool = ranked[: max([k, *(stage.pool(k) for stage in self.stages)])]
-        self._fetch_chunks(pool, vector, lexical)
+        if self.scorer is None:
+            self._fetch_chunks(pool, vector, lexical)
+        else:
+            pool = self._rescored(ranked[: max(len(pool), config.rescore)], question, lexical, self.scorer)[: len(pool)]
         for stage in self.stages:
             pool = stage(question, pool, k)
         chosen = pool[:k]
@@ -125,6 +140,20 @@ class Retriever:
         the unit `vector`; `best`, the fused score of a paper first in every ranking (for `relevance`)."""
         self._fetch_chunks(chosen, vector, lexical)
         return [self._source(candidate, 0.0, best, None) for candidate in chosen]
+
+    def _rescored(
+        self, pool: list[Candidate], question: str, lexical: Bm25Index, scorer: Embeddings
+    ) -> list[Candidate]:
+        """The pool ranked again with the scorer in dense search's place: its chunks embedded by the scorer,
+        each paper ranked by its best chunk's cosine with the question, fused with its BM25 rank as before."""
+        self._fetch_chunks(pool, unit(scorer.embed_query(question)), lexical, scorer)
+        by_score = sorted(pool, key=lambda c: -c.score)
+        for rank, candidate in enumerate(by_score, start=1):
+            candidate.ranks["dense"] = rank
+            bm25 = candidate.ranks.get("bm25")
+            candidate.fused = 1.0 / (self.config.rrf_k + rank)
+            candidate.fused += self.config.bm25_weight / (self.config.rrf_k + bm25) if bm25 else 0.0
+        return sorted(pool, key=lambda c: -c.fused)
 
     def _rescue(
         self,
@@ -155,16 +184,27 @@ class Retriever:
             dense = [c for c in candidates.values() if c.dense]
             rankings["dense"] = [c.paper_id for c in sorted(dense, key=lambda c: -max(c.dense.values()))]
 
-    def _fetch_chunks(self, pool: list[Candidate], vector: np.ndarray, lexical: Bm25Index) -> None:
+    def _fetch_chunks(
+        self, pool: list[Candidate], vector: np.ndarray, lexical: Bm25Index, scorer: Embeddings | None = None
+    ) -> None:
         """The pool's chunks, in one read by id: for a paper dense search found, the chunks it found,
         with their scores; for a paper found by BM25 alone, all its chunks (in the version `lexical`
-        holds), scored against the question like dense hits."""
-        by_chunk = {chunk_id: c for c in pool for chunk_id in (c.dense or lexical.chunk_ids(c.paper_id))}
-        for doc, stored in self.index.chunks_by_id(list(by_chunk)):
+        holds), scored against the question like dense hits. With a `scorer`, every chunk of every paper is
+        embedded by it and scored against `vector`, its embedding of the question: the chunks static vectors
+        found are not those the model would have."""
+        by_chunk = {
+            chunk_id: c
+            for c in pool
+            for chunk_id in (c.dense if c.dense and scorer is None else lexical.chunk_ids(c.paper_id))
+        }
+        found = self.index.chunks_by_id(list(by_chunk))
+        if scorer is not None:
+            found = list(zip([doc for doc, _ in found], scorer.embed_documents([doc.page_content for doc, _ in found])))
+        for doc, stored in found:
             assert doc.id is not None  # chunks_by_id gives every chunk its id
             candidate = by_chunk[doc.id]
             chunk_vector = np.asarray(stored, dtype=np.float32)
-            if candidate.dense:
+            if candidate.dense and scorer is None:
                 score = candidate.dense[doc.id]
             else:
                 score = float(chunk_vector @ vector / (np.linalg.norm(chunk_vector) or 1.0))
@@ -195,6 +235,11 @@ class Retriever:
             metadata=metadata,
             match=match,
         )
+
+
+def unit(vector: list[float]) -> np.ndarray:
+    array = np.asarray(vector, dtype=np.float32)
+    return array / (np.linalg.norm(array) or 1.0)
 
 
 def merged_passages(hits: list[tuple[Document, float, Any]]) -> tuple[Passage, ...]:

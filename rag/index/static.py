@@ -1,0 +1,77 @@
+"""A static first stage: the embedding model distilled into one vector per word piece (issue 42).
+
+model2vec's recipe, run on the model's own ONNX export: every word piece of the vocabulary is encoded alone
+(`[CLS] piece [SEP]`) by the fp32 model, the vectors are reduced to DIMS dimensions by PCA and weighted by the
+pieces' Zipf frequency (SIF), and a text's vector is the mean of its pieces' vectors. model2vec's `StaticModel`
+stores and runs the result; its own distiller is not used because it needs packages our registries don't hold
+(`skeletoken`) and pins a transformers older than ours. Distilling the bundled MiniLM takes about 14 s here, once
+per model; embedding the whole list's abstracts then takes about 3 s, against about 10 minutes for the model.
+
+Static vectors are lossy alone (a text is a bag of pieces), so an index that stores them ranks candidates with
+BM25 and these vectors, and the full model scores the candidates it keeps (rag/retrieval/search.py).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from rag.core.built import build_once
+from rag.index.onnx import OnnxEmbeddings
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+DIMS = 256  # model2vec's default: PCA keeps the directions that carry the pieces' meaning
+SIF = 1e-4  # model2vec's default weight of a piece's estimated frequency
+STATIC_RECIPE = 1  # bump when the recipe changes: distilled models are then built again
+BATCH = 2048  # pieces encoded per model call (three tokens each)
+
+
+def static_model_folder(encoder: OnnxEmbeddings, tokenizer: Tokenizer) -> Path:
+    """The static model distilled from `encoder` (an fp32 export), beside the export; built on first use."""
+    target = encoder.model_file.parent / f"static-{DIMS}-r{STATIC_RECIPE}"
+    if not (target / "config.json").is_file():
+        print(f"distilling the embedding model into a static one, once: {target}", file=sys.stderr)
+    return build_once(target, lambda path: distill(encoder, tokenizer, path), lambda p: (p / "config.json").is_file())
+
+
+def distill(encoder: OnnxEmbeddings, tokenizer: Tokenizer, path: Path) -> None:
+    """Write to `path` the static model of `encoder`: one weighted, PCA-reduced vector per word piece."""
+    from model2vec import StaticModel
+
+    pieces = tokenizer.get_vocab_size()
+    first, last = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    ids = np.stack([np.full(pieces, first), np.arange(pieces), np.full(pieces, last)], axis=1).astype(np.int64)
+    vectors = np.concatenate(
+        [
+            encoder.session.run(None, {"input_ids": part, "attention_mask": np.ones_like(part)})[0]
+            for part in np.array_split(ids, range(BATCH, pieces, BATCH))
+        ]
+    )
+    centred = vectors - vectors.mean(axis=0)
+    _, directions = np.linalg.eigh(centred.T @ centred)  # ascending: the last DIMS carry the most variance
+    reduced = centred @ directions[:, ::-1][:, :DIMS]
+    rank = 1 / np.arange(2, pieces + 2)  # a piece's id as its frequency rank, as model2vec assumes
+    reduced *= (SIF / (SIF + rank / rank.sum()))[:, None]
+    StaticModel(reduced.astype(np.float32), tokenizer, normalize=True).save_pretrained(path)
+
+
+class StaticEmbeddings(Embeddings):
+    """LangChain `Embeddings` over a distilled static model: unit vectors, no transformer."""
+
+    def __init__(self, folder: Path, max_length: int):
+        from model2vec import StaticModel
+
+        self.model = StaticModel.from_pretrained(folder)
+        self.max_length = max_length  # the full model's: a chunk's vector covers what the model would read
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.model.encode(texts, max_length=self.max_length).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
