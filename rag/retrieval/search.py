@@ -187,16 +187,12 @@ class Retriever:
     def _fetch_chunks(
         self, pool: list[Candidate], vector: np.ndarray, lexical: Bm25Index, scorer: Embeddings | None = None
     ) -> None:
-        """The pool's chunks, in one read by id: for a paper dense search found, the chunks it found,
-        with their scores; for a paper found by BM25 alone, all its chunks (in the version `lexical`
-        holds), scored against the question like dense hits. With a `scorer`, every chunk of every paper is
-        embedded by it and scored against `vector`, its embedding of the question: the chunks static vectors
-        found are not those the model would have."""
-        by_chunk = {
-            chunk_id: c
-            for c in pool
-            for chunk_id in (c.dense if c.dense and scorer is None else lexical.chunk_ids(c.paper_id))
-        }
+        """Every chunk of the pool's papers (in the version `lexical` holds), in one read by id, each scored
+        against the question: a chunk dense search found, by its score there; the others by their stored vectors
+        (a long abstract's asked detail is often in a chunk the search did not return: blind dev fact recall
+        0.749 -> 0.755, test 0.787 -> 0.794, docs/answers.md). With a `scorer`, every chunk is embedded by it and
+        scored against `vector`, its embedding of the question."""
+        by_chunk = {chunk_id: c for c in pool for chunk_id in lexical.chunk_ids(c.paper_id)}
         found = self.index.chunks_by_id(list(by_chunk))
         if scorer is not None:
             found = list(zip([doc for doc, _ in found], scorer.embed_documents([doc.page_content for doc, _ in found])))
@@ -204,7 +200,7 @@ class Retriever:
             assert doc.id is not None  # chunks_by_id gives every chunk its id
             candidate = by_chunk[doc.id]
             chunk_vector = np.asarray(stored, dtype=np.float32)
-            if candidate.dense and scorer is None:
+            if doc.id in candidate.dense and scorer is None:
                 score = candidate.dense[doc.id]
             else:
                 score = float(chunk_vector @ vector / (np.linalg.norm(chunk_vector) or 1.0))
