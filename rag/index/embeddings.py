@@ -98,8 +98,7 @@ def make_index_embeddings(config: EmbeddingConfig, model: Embeddings) -> Embeddi
     _offline()
     from rag.index.static import StaticEmbeddings, static_model_folder
 
-    fp32 = onnx_embeddings(config)
-    assert isinstance(fp32, OnnxEmbeddings)
+    fp32 = onnx_model_file(model_directory(config), config.onnx_cache, quantized=False)  # its path; not loaded
     pieces = load_tokenizer(config)
     return StaticEmbeddings(static_model_folder(fp32, pieces.copy()), pieces.max_length)
 

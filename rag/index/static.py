@@ -21,7 +21,6 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from rag.core.built import build_once
-from rag.index.onnx import OnnxEmbeddings
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -32,24 +31,28 @@ STATIC_RECIPE = 1  # bump when the recipe changes: distilled models are then bui
 BATCH = 2048  # pieces encoded per model call (three tokens each)
 
 
-def static_model_folder(encoder: OnnxEmbeddings, tokenizer: Tokenizer) -> Path:
-    """The static model distilled from `encoder` (an fp32 export), beside the export; built on first use."""
-    target = encoder.model_file.parent / f"static-{DIMS}-r{STATIC_RECIPE}"
+def static_model_folder(model_file: Path, tokenizer: Tokenizer) -> Path:
+    """The static model distilled from the fp32 export `model_file`, beside it; built on first use."""
+    target = model_file.parent / f"static-{DIMS}-r{STATIC_RECIPE}"
     if not (target / "config.json").is_file():
         print(f"distilling the embedding model into a static one, once: {target}", file=sys.stderr)
-    return build_once(target, lambda path: distill(encoder, tokenizer, path), lambda p: (p / "config.json").is_file())
+    return build_once(
+        target, lambda path: distill(model_file, tokenizer, path), lambda p: (p / "config.json").is_file()
+    )
 
 
-def distill(encoder: OnnxEmbeddings, tokenizer: Tokenizer, path: Path) -> None:
-    """Write to `path` the static model of `encoder`: one weighted, PCA-reduced vector per word piece."""
+def distill(model_file: Path, tokenizer: Tokenizer, path: Path) -> None:
+    """Write to `path` the static model of the export `model_file`: one weighted, PCA-reduced vector per word piece."""
+    import onnxruntime as ort
     from model2vec import StaticModel
 
+    session = ort.InferenceSession(str(model_file), providers=["CPUExecutionProvider"])
     pieces = tokenizer.get_vocab_size()
     first, last = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     ids = np.stack([np.full(pieces, first), np.arange(pieces), np.full(pieces, last)], axis=1).astype(np.int64)
     vectors = np.concatenate(
         [
-            encoder.session.run(None, {"input_ids": part, "attention_mask": np.ones_like(part)})[0]
+            session.run(None, {"input_ids": part, "attention_mask": np.ones_like(part)})[0]
             for part in np.array_split(ids, range(BATCH, pieces, BATCH))
         ]
     )
@@ -65,9 +68,13 @@ class StaticEmbeddings(Embeddings):
     """LangChain `Embeddings` over a distilled static model: unit vectors, no transformer."""
 
     def __init__(self, folder: Path, max_length: int):
-        from model2vec import StaticModel
+        from model2vec.model import StaticModel
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
 
-        self.model = StaticModel.from_pretrained(folder)
+        # Not `StaticModel.from_pretrained`: it imports model2vec's model-card writer (0.26 s of every cold start).
+        vectors = load_file(folder / "model.safetensors")["embeddings"]
+        self.model = StaticModel(vectors, Tokenizer.from_file(str(folder / "tokenizer.json")), normalize=True)
         self.max_length = max_length  # the full model's: a chunk's vector covers what the model would read
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
