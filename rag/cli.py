@@ -108,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--prune", action="store_true", help="remove papers that are not in these files")
     ingest.add_argument("--strict", action="store_true", help="stop at the first bad record instead of skipping it")
     ingest.add_argument("--quiet", action="store_true", help="no progress bar")
+    ingest.add_argument(
+        "--complete", action="store_true", help="give an index built with backend static the model's own vectors"
+    )
     add_common_options(ingest)
     ingest.set_defaults(run=run_ingest)
 

@@ -38,6 +38,13 @@ def service_from(args: argparse.Namespace, **overrides: dict):
 
 
 def run_ingest(args: argparse.Namespace) -> int:
+    if args.complete:
+        if args.paths or args.prune:
+            from rag.core.errors import InputError
+
+            raise InputError("--complete takes no files and no --prune: it embeds the papers the index holds")
+        print(complete_static(service_from(args), progress=not args.quiet))
+        return 0
     report = service_from(args).ingest(args.paths, prune=args.prune, strict=args.strict, progress=not args.quiet)
     for problem in report.problems:
         print(f"warning: {problem}", file=sys.stderr)
@@ -47,6 +54,30 @@ def run_ingest(args: argparse.Namespace) -> int:
     if report.problems:
         print(f"error: skipped {len(report.problems)} bad lines or files (warnings above)", file=sys.stderr)
     return 1 if report.problems or report.map_error else 0
+
+
+def complete_static(service, progress: bool) -> str:
+    """`rag ingest --complete` on the service's index of static vectors (rag/ingest/complete.py): its summary."""
+    from dataclasses import replace
+
+    from rag.answering.paper_map import update_map
+    from rag.core.errors import InputError
+    from rag.index.setup import IndexSetup
+    from rag.index.store import PaperIndex
+    from rag.ingest.complete import complete
+
+    setup = IndexSetup.of(service.choice.config)
+    if not service.index_exists or setup.vectors != "static":
+        built = f"holds the model's own vectors ({setup.label()})" if service.index_exists else "holds no index"
+        raise InputError(f"the index {service.where} {built}; --complete completes one built with backend static")
+    full = replace(setup, backend="onnx-int8")
+    with service.access.writing_here(opened="client" in service.__dict__):
+        target = PaperIndex(service.client, full.collection_name(), service.embeddings, service.where, None, full)
+        maps: list[str] = []
+        done = complete(
+            service.index, target, service.embeddings, progress, lambda: maps.append(update_map(target).summary())
+        )
+    return f"{done.summary()}; {maps[0]}"
 
 
 def run_fetch(args: argparse.Namespace) -> int:

@@ -81,7 +81,7 @@ class RagService:
         if client is None and store.mode == "persistent" and is_read_only(store.path):
             self.read_only = store.path
             self.config = with_overrides(self.config, vectorstore={"path": str(readable_copy(store.path))})
-        # Another process may write to an on-disk index this service reads (see `reading`).
+        self.configured = self.config  # as given: `choice` takes the setup of the index the store holds
         reopenable = client is None and self.config.vectorstore.mode == "persistent"
         folder = self.config.vectorstore.path if reopenable else None  # its writers take turns (rag/index/access.py)
         self.access = IndexAccess(reopenable, lambda: self.index.revision(), self._reopen, folder)
@@ -122,8 +122,8 @@ class RagService:
         opened = "client" in self.__dict__  # passed in, or opened already
         if store.mode == "persistent" and not opened and not check_index_folder(store.path):
             return Choice(self.config, exists=False)
-        choice = choose_index(stored_indexes(self.client, self.config), self.config, self.where)
-        if choice.config is not self.config:
+        choice = choose_index(stored_indexes(self.client, self.configured), self.configured, self.where)
+        if IndexSetup.of(choice.config) != IndexSetup.of(self.config):  # chosen again after a re-open: may differ
             self.config = choice.config
             theirs = [] if self._embeddings_given else ["embeddings"]  # the caller's embeddings stay
             for part in ["sentence_embeddings", "chunker", "index_embeddings", *theirs]:
@@ -270,8 +270,8 @@ class RagService:
 
     def _reopen(self) -> None:
         old = self.client
-        for part in ("retriever", "lexical", "index", "client"):
-            self.__dict__.pop(part, None)
+        for part in ("retriever", "lexical", "index", "client", "choice", "index_embeddings"):
+            self.__dict__.pop(part, None)  # the index chosen again too: `rag ingest --complete` replaces a static one
         old.close()  # the last user of its on-disk index in this process: frees what it loaded
         log.info("the index at %s changed on disk; re-opened it", self.config.vectorstore.path)
         self.index  # noqa: B018 - opens the new client and records the state it sees
@@ -386,8 +386,7 @@ _services_lock = threading.Lock()
 def get_service(config: str | Settings | None = None) -> RagService:
     """The shared service for a config name, path or Settings (None: $RAG_CONFIG, else default).
 
-    The same settings get the same service; the few most recently used are kept. `rag.get_service`,
-    LangChain's classes and the /v1 API's other configs use it.
+    The same settings get the same service; the few most recently used are kept (for LangChain's classes, /v1).
     """
     settings = load_config(config)
     key = settings.model_dump_json()

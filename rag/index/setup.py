@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ RECORD_PREFIX = "setup_"  # the papers collection's metadata keys that hold the 
 PAPERS_SUFFIX = "-papers"
 BACKENDS = ("onnx", "onnx-int8", "static")  # one of each vector kind: torch makes onnx's vectors
 CHROMA_DATABASE = "chroma.sqlite3"  # the file an on-disk Chroma folder keeps everything in
+COMPLETED = "completed_by"  # a static index's metadata key: the index of the model's vectors that replaced it
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,10 @@ def stored_indexes(client, config: Settings) -> list[StoredIndex]:
         papers_name = name + PAPERS_SUFFIX
         papers = client.get_collection(papers_name, embedding_function=None)
         chunks = client.get_collection(name, embedding_function=None)
+        if (papers.metadata or {}).get(
+            COMPLETED
+        ) in names:  # `rag ingest --complete` replaced it (rag/ingest/complete.py)
+            continue
         setup = IndexSetup.recorded(papers.metadata or {}) or _unrecorded_setup(name, config)
         stored = StoredIndex(name, setup, papers.count(), chunks.count())
         if stored.papers or stored.chunks:  # an empty pair (opened, never written) is no index
@@ -194,6 +199,7 @@ def choose_index(stored: list[StoredIndex], config: Settings, where: str) -> Cho
     naming them and how to choose.
     """
     configured = IndexSetup.of(config)
+    stored = _completing(stored)
     if not stored:
         return Choice(config, exists=False)
     own = next((index for index in stored if index.setup and index.setup.same_vectors(configured)), None)
@@ -224,6 +230,19 @@ def choose_index(stored: list[StoredIndex], config: Settings, where: str) -> Cho
     # default (onnx) is simply read with it, without a line on every command.
     note = f"the index {where} was built with {index.setup.label()}; using that, not {configured.label()}"
     return Choice(index.setup.applied_to(config), exists=True, note=note if _sets_the_setup(config) else None)
+
+
+def _completing(stored: list[StoredIndex]) -> list[StoredIndex]:
+    """A static index and its papers' index of the model's vectors being written beside it (`rag ingest
+    --complete`) are one index: the static one until the other holds as many papers."""
+    static = [index for index in stored if index.setup and index.setup.vectors == "static"]
+    others = [index for index in stored if index not in static]
+    if len(static) != 1 or len(others) != 1:
+        return stored
+    (static_index,), (other,) = static, others
+    if other.setup is None or replace(other.setup, backend="static") != static_index.setup:  # another model, chunks
+        return stored
+    return [other if other.papers >= static_index.papers else static_index]
 
 
 def _sets_the_setup(config: Settings) -> bool:

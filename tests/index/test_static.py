@@ -93,3 +93,57 @@ def test_related_papers_of_a_static_index_are_ranked_by_bm25_not_by_the_static_n
     dense = find_related(static_service, paper, k=5, method="dense")
     assert [p.source.paper_id for p in fused.papers] == [p.source.paper_id for p in bm25.papers]
     assert [p.source.paper_id for p in fused.papers] != [p.source.paper_id for p in dense.papers]
+
+
+def test_complete_gives_a_static_index_the_model_s_vectors_and_a_service_that_had_it_open_moves_over(tmp_path):
+    """`rag ingest --complete`, typed as a user types it, while a service in this process has the static index open:
+    the store then reads as the int8 index of the same papers, and the open service answers from it at its next
+    question. A second --complete is a one-line error."""
+    index = tmp_path / "index"
+    assert rag("ingest", str(SEED_FILE), index=index, RAG_EMBEDDING__BACKEND="static").returncode == 0
+    service = RagService(settings_for(index))
+    question = "How many reaction templates does RxnFlow use?"
+    assert service.stats()["embedding"].endswith("(static)")
+    before = service.answer(question)
+    done = rag("ingest", "--complete", "--quiet", index=index)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"37 chunks embedded for {len(seed_abstracts())} papers"), done.stdout
+    after = service.answer(question)
+    assert service.stats()["embedding"].endswith("(onnx-int8)") and service.index.chunk_count() == 37
+    assert after.text == before.text and after.sources[0].paper_id == before.sources[0].paper_id
+    stats = rag("stats", index=index)
+    assert "embedding: all-MiniLM-L6-v2 (onnx-int8)" in stats.stdout.splitlines(), stats.stdout
+    again = rag("ingest", "--complete", index=index)
+    assert again.returncode != 0 and "holds the model's own vectors" in again.stderr, again.stderr
+
+
+def test_a_stopped_completion_leaves_the_static_index_answering_and_the_next_run_embeds_only_the_rest(
+    tmp_path, monkeypatch
+):
+    """Half the chunks written, then the run stops: the store still reads as the static index (the half-built one
+    is never read as whole); the next run embeds only what is missing, then the store reads as int8."""
+    from rag.commands import complete_static
+    from rag.ingest import complete as completing
+
+    index = tmp_path / "index"
+    RagService(settings_for(index, embedding={"backend": "static"})).ingest([SEED_FILE])
+    monkeypatch.setattr(completing, "PAGE", 10)
+    service = RagService(settings_for(index))
+    assert service.choice.exists  # the index's setup taken (static) before the model is swapped
+    model, calls = service.embeddings, []
+
+    class Stopping:
+        def embed_documents(self, texts):
+            calls.append(len(texts))
+            if len(calls) == 2:
+                raise KeyboardInterrupt
+            return model.embed_documents(texts)
+
+    service.embeddings = Stopping()
+    with pytest.raises(KeyboardInterrupt):
+        complete_static(service, progress=False)
+    reopened = RagService(settings_for(index))
+    assert reopened.stats()["embedding"].endswith("(static)") and reopened.stats()["papers"] == 19
+    summary = complete_static(reopened, progress=False)
+    assert summary.startswith("27 chunks embedded (10 written by an earlier run) for 19 papers"), summary
+    assert RagService(settings_for(index)).stats()["embedding"].endswith("(onnx-int8)")
