@@ -107,7 +107,7 @@ def run_fetch(args: argparse.Namespace) -> int:
         print(f"warning: {problem}", file=sys.stderr)
     print(report.summary())
     if args.ingest:
-        args.paths, args.prune, args.strict = [out], False, False
+        args.paths, args.prune, args.strict, args.complete = [out], False, False, False
         return run_ingest(args)
     return 0
 
