@@ -94,6 +94,11 @@ def test_markdown_emphasis_becomes_emphasis_only_at_word_boundaries():
         (r"scenarios. \fan{ Specifically, a 15x speedup. Or { so", "scenarios. Specifically, a 15x speedup. Or { so"),
         # an old font switch is style, as \bf is (an answer read "O(dβ^2\cal A^2/ε^6)")
         (r"complexity $\widetilde{O}\left(d{\cal A}^2\right)$", "complexity O(d A^2)"),
+        # sentences are parsed apart, each only if it holds markup: a dash is markup too, with no `$` or `\`
+        (r"A rate--distortion bound. Then $\alpha$ grows.", "A rate–distortion bound. Then α grows."),
+        # math or a group that runs over a sentence's end is parsed whole
+        (r"We set $x. Then y$ apart. Next 5\%.", "We set x. Then y apart. Next 5%."),
+        (r"Its \emph{first. Second} words. Then 3\%.", "Its first. Second words. Then 3%."),
     ],
 )
 def test_latex_corner_cases_read_as_meant(raw, shown):
