@@ -341,7 +341,7 @@ class PaperIndex:
                 metadatas=[{**paper.metadata(), "chunks": chunk_counts[paper.paper_id]} for paper in part],
                 embeddings=[[1.0] for _ in part],  # a placeholder: this collection is never searched by vector
             )
-        self._new_revision()
+        self.new_revision()
 
     def relabel(self, papers: list[PaperRecord]) -> None:
         """New metadata (a decision, authors, area) for stored papers whose title and abstract are
@@ -358,7 +358,7 @@ class PaperIndex:
         stored = self.stored_metadata(list(labels))
         for part in _batched(list(stored), self.max_batch_size):
             self.papers.update(ids=part, metadatas=[{**stored[pid], **labels[pid]} for pid in part])
-        self._new_revision()
+        self.new_revision()
 
     def remove_papers(self, paper_ids: list[str]) -> int:
         """Delete papers and all their chunks; returns the number of chunks removed."""
@@ -366,14 +366,15 @@ class PaperIndex:
         for part in _batched(paper_ids, DELETE_BATCH):
             self.papers.delete(ids=part)
         if paper_ids:
-            self._new_revision()
+            self.new_revision()
         return removed
 
-    def _new_revision(self) -> None:
-        # Stamped after every write to the papers collection: derived indexes (BM25) compare it with
-        # the revision they were built from, even when the writer was another process. The setup goes
-        # with it, so an index records how it was built from its first write on (rag/index/setup.py).
-        self.papers.modify(metadata={**self.recorded, "revision": uuid.uuid4().hex})
+    def new_revision(self, **marks: str) -> None:
+        """Stamped after every write to the papers collection: derived indexes (BM25) compare it with
+        the revision they were built from, even when the writer was another process. The setup goes
+        with it, so an index records how it was built from its first write on (rag/index/setup.py);
+        `marks` are more of the index's metadata (`COMPLETED`: rag/ingest/complete.py)."""
+        self.papers.modify(metadata={**self.recorded, "revision": uuid.uuid4().hex, **marks})
 
 
 def _batched(items: list, size: int) -> Iterable[list]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -75,9 +74,9 @@ def complete(
             metadatas=page["metadatas"],
             embeddings=[[1.0] for _ in page["ids"]],  # as PaperIndex.mark_complete: never searched by vector
         )
-    full.papers.modify(metadata={**full.recorded, "revision": uuid.uuid4().hex})
+    full.new_revision()
     before()
-    static.papers.modify(metadata={**static.recorded, "revision": uuid.uuid4().hex, COMPLETED: full.name})
+    static.new_revision(**{COMPLETED: full.name})
     return Completion(embedded, len(have), full.paper_count(), time.perf_counter() - started)
 
 
