@@ -22,7 +22,7 @@ import numpy as np
 from rag.answering.citations import CitationChecker
 from rag.answering.evidence import EvidencePicker
 from rag.answering.kinds import kind_answer
-from rag.answering.paper_map import with_map
+from rag.answering.paper_map import title_model, with_map
 from rag.answering.pipeline import AnswerPipeline
 from rag.answering.providers import Provider, make_provider, provider_label
 from rag.answering.related import find_related, stored_paper
@@ -218,7 +218,7 @@ class RagService:
             files = list(paths) or [BUNDLED_SEEDS]
             self.index.paper_count()  # reach the store first: if it is down, fail before any progress bar
             report = ingest_files(files, self.index, self.chunker, self.config.ingest, prune, strict, progress)
-            return with_map(report, self.index)
+            return with_map(report, self.index, title_model(self))
 
     def ensure_index(self) -> None:
         """A fresh checkout answers at once: a store holding no index gets the bundled seeds first.

@@ -22,9 +22,23 @@ import numpy as np
 from rag.core.errors import StoreError, first_line
 from rag.core.filters import Filters
 from rag.core.wording import counted
-from rag.index.paper_map import FEW, NEIGHBOURS, MapPoint, MapStore, StoredMap, layout, paper_vectors, placed_among
+from rag.index.paper_map import (
+    CHUNKS,
+    FEW,
+    NEIGHBOURS,
+    TITLED,
+    MapPoint,
+    MapStore,
+    StoredMap,
+    layout,
+    paper_vectors,
+    placed_among,
+    with_titles,
+)
 
 if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+
     from rag.index.access import IndexAccess
     from rag.index.lexical import Revision
     from rag.index.store import PaperIndex
@@ -39,6 +53,10 @@ if TYPE_CHECKING:
         def where(self) -> str: ...
         @property
         def access(self) -> IndexAccess: ...
+        @property
+        def embeddings(self) -> Embeddings: ...
+        @property
+        def index_embeddings(self) -> Embeddings: ...
         def ensure_index(self) -> None: ...
         def reading(self) -> AbstractContextManager[Revision | None]: ...
         def metadata(self, filters: Filters) -> dict[str, list]: ...
@@ -116,30 +134,33 @@ class PaperMap:
         }
 
 
-def update_map(index: PaperIndex, rebuild: bool = False) -> MapUpdate:
-    """Bring the index's map in step with its papers: all laid out afresh when it has none (or `rebuild`),
-    else the new and changed papers placed among the others and the removed ones dropped."""
+def update_map(index: PaperIndex, rebuild: bool = False, title_model: Embeddings | None = None) -> MapUpdate:
+    """Bring the index's map in step with its papers: all laid out afresh when it has none (or `rebuild`, or its
+    vectors are of another kind), else the new and changed papers placed among the others and the removed ones
+    dropped. `title_model`: the model whose title vectors join a static index's (`with_titles`)."""
     started = time.perf_counter()
     store = MapStore(index)
     papers = dict(_paper_metadata(index))
+    if store.vectors() != _kind(title_model):
+        store = store.emptied()
     placed = store.hashes()
     if rebuild or not placed:
-        themes = _lay_out(index, store, papers)
+        themes = _lay_out(index, store, papers, title_model)
         store.remove(pid for pid in placed if pid not in papers)
         return MapUpdate(len(papers), 0, len(papers), themes, True, time.perf_counter() - started)
     stale = [pid for pid, hashed in placed.items() if papers.get(pid, {}).get("content_hash") != hashed]
     store.remove(stale)
     if len(stale) == len(placed):  # every placed paper changed or went: nothing left to place among
-        return update_map(index, rebuild=True)
+        return update_map(index, rebuild=True, title_model=title_model)
     new = [pid for pid in papers if pid not in placed or pid in stale]
     if len(new) > len(placed) - len(stale):  # many placed among few would keep the few's themes for all
-        return update_map(index, rebuild=True)
-    _place(index, store, new, papers)
+        return update_map(index, rebuild=True, title_model=title_model)
+    _place(index, store, new, papers, title_model)
     removed = sum(pid not in papers for pid in stale)
     return MapUpdate(len(new), removed, len(papers), -1, False, time.perf_counter() - started)
 
 
-def with_map(report: IngestReport, index: PaperIndex) -> IngestReport:
+def with_map(report: IngestReport, index: PaperIndex, title_model: Embeddings | None = None) -> IngestReport:
     """The ingest's report, after the map is brought in step with what the ingest stored (`report.map` says how).
 
     A map that can't be is said in the report (`map_error`), which is still given: the papers are stored, and
@@ -147,7 +168,7 @@ def with_map(report: IngestReport, index: PaperIndex) -> IngestReport:
     from chromadb.errors import ChromaError
 
     try:
-        report.map = update_map(index).summary()
+        report.map = update_map(index, title_model=title_model).summary()
     except (StoreError, ChromaError) as err:
         report.map_error = f"the map was not brought up to date ({first_line(err)}); `rag map --rebuild` lays it out"
     return report
@@ -160,9 +181,9 @@ def _paper_metadata(index: PaperIndex, batch: int = 5000):
         yield from zip(page["ids"], page["metadatas"])
 
 
-def _lay_out(index: PaperIndex, store: MapStore, papers: dict[str, dict]) -> int:
+def _lay_out(index: PaperIndex, store: MapStore, papers: dict[str, dict], title_model: Embeddings | None) -> int:
     """Every paper laid out and put in a theme; returns the number of themes."""
-    vectors = paper_vectors(index)
+    vectors = _vectors(index, papers, None, title_model)
     ids = [pid for pid in papers if pid in vectors]
     if not ids:
         return 0
@@ -175,13 +196,15 @@ def _lay_out(index: PaperIndex, store: MapStore, papers: dict[str, dict]) -> int
         MapPoint(pid, round(float(x), 4), round(float(y), 4), int(label), title)
         for pid, (x, y), label, title in zip(ids, places, labels, titles)
     ]
-    store.write(points, matrix, {pid: papers[pid]["content_hash"] for pid in ids}, names)
+    store.write(points, matrix, {pid: papers[pid]["content_hash"] for pid in ids}, names, _kind(title_model))
     return len(names)
 
 
-def _place(index: PaperIndex, store: MapStore, new: list[str], papers: dict[str, dict]) -> None:
+def _place(
+    index: PaperIndex, store: MapStore, new: list[str], papers: dict[str, dict], title_model: Embeddings | None
+) -> None:
     """Each new paper at the similarity-weighted mean of its nearest placed papers' places, in their theme."""
-    vectors = paper_vectors(index, new)
+    vectors = _vectors(index, papers, new, title_model)
     ids = [pid for pid in new if pid in vectors]
     if not ids:
         return
@@ -191,7 +214,26 @@ def _place(index: PaperIndex, store: MapStore, new: list[str], papers: dict[str,
     for pid, neighbours in zip(ids, store.nearest(matrix, NEIGHBOURS)):
         x, y, theme = placed_among(neighbours)
         points.append(MapPoint(pid, round(x, 4), round(y, 4), theme, str(papers[pid].get("title", ""))))
-    store.write(points, matrix, {pid: papers[pid]["content_hash"] for pid in ids}, themes)
+    store.write(points, matrix, {pid: papers[pid]["content_hash"] for pid in ids}, themes, _kind(title_model))
+
+
+def title_model(parts: Parts) -> Embeddings | None:
+    """The model whose title vectors join the papers' on the map of a static index (`with_titles`), else None."""
+    return parts.embeddings if parts.index_embeddings is not parts.embeddings else None
+
+
+def _vectors(
+    index: PaperIndex, papers: dict[str, dict], ids: list[str] | None, title_model: Embeddings | None
+) -> dict[str, np.ndarray]:
+    """The vectors the map places these papers by (`ids` None: all): their chunks' mean, with their titles'."""
+    vectors = paper_vectors(index, ids)
+    if title_model is None:
+        return vectors
+    return with_titles(vectors, {pid: str(papers.get(pid, {}).get("title", "")) for pid in vectors}, title_model)
+
+
+def _kind(title_model: Embeddings | None) -> str:
+    return CHUNKS if title_model is None else TITLED
 
 
 def themes_of(vectors: np.ndarray, texts: list[str], titles: list[str]) -> tuple[np.ndarray, list[str]]:
@@ -227,7 +269,7 @@ def rebuild_map(parts: Parts) -> MapUpdate:
     """Every paper of the service's index laid out afresh (`rag map --rebuild`), as a writer of the index."""
     parts.ensure_index()
     with parts.access.writing_here(opened=True):  # alone among the folder's writers, on a client opened again
-        return update_map(parts.index, rebuild=True)
+        return update_map(parts.index, rebuild=True, title_model=title_model(parts))
 
 
 def read_map(parts: Parts, filters: Filters | None = None) -> PaperMap:

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 from clirun import rag
-from conftest import SEED_FILE, seed_abstracts, settings_for
+from conftest import SEED_FILE, seed_abstracts, settings_for, write_jsonl
 
 from rag.core.config import PROJECT_ROOT
 from rag.index.embeddings import make_index_embeddings
@@ -147,3 +147,27 @@ def test_a_stopped_completion_leaves_the_static_index_answering_and_the_next_run
     summary = complete_static(reopened, progress=False)
     assert summary.startswith("27 chunks embedded (10 written by an earlier run) for 19 papers"), summary
     assert RagService(settings_for(index)).stats()["embedding"].endswith("(onnx-int8)")
+
+
+def test_a_static_index_s_map_places_papers_by_their_titles_too_and_an_older_map_is_laid_out_again(tmp_path):
+    """A static index's map holds, for each paper, its static vectors' mean and the model's vector of its title
+    (the static vectors alone made a poor map: docs/benchmarks.md). A map stored with static vectors alone, as
+    before, is laid out again at the next ingest, and a paper added after it is placed among the others."""
+    from rag.answering.paper_map import read_map, update_map
+    from rag.index.paper_map import CHUNKS, TITLED, MapStore
+
+    index = tmp_path / "index"
+    seeds = [json.loads(line) for line in SEED_FILE.read_text().splitlines()]
+    write_jsonl(tmp_path / "first.jsonl", seeds[:-1])
+    service = RagService(settings_for(index, embedding={"backend": "static"}))
+    service.ingest([tmp_path / "first.jsonl"])
+    update_map(service.index, rebuild=True)  # a map as stored before: the static vectors alone
+    assert MapStore(service.index).vectors() == CHUNKS
+    report = service.ingest([tmp_path / "first.jsonl"])
+    assert report.map.startswith(f"map: {len(seeds) - 1} papers laid out"), report.map
+    store = MapStore(service.index)
+    (stored,) = store.collection.get(limit=1, include=["embeddings"])["embeddings"]
+    assert store.vectors() == TITLED and len(stored) == DIMS + len(service.embeddings.embed_query("a title"))
+    added = rag("ingest", str(write_jsonl(tmp_path / "last.jsonl", seeds[-1:])), "--quiet", index=index)
+    assert added.returncode == 0 and "map: 1 placed" in added.stdout + added.stderr, added.stdout + added.stderr
+    assert {point.paper_id for point in read_map(RagService(settings_for(index))).points} == {s["id"] for s in seeds}
