@@ -284,6 +284,13 @@ class EvidencePicker:
                     wording,
                 )
             )
+        # The first paper, when a question about one paper calls it by its own name ("How many reaction
+        # templates does SynFlowNet use?"), is the one asked about: another paper's sentence, however close
+        # (RxnFlow's "71 reaction templates"), answers nothing. Scored among all as before; only the others' are
+        # left out. (Any paper so called was too many: "CLIP" and "Weisfeiler-Lehman" name papers too;
+        # researcher dev fact recall 0.795 -> 0.744. This: blind dev 0.755 -> 0.761, nothing else moved.)
+        if 1 in names and says_name(question, names[1]) and not asked.several:
+            return [candidate for candidate in candidates if candidate.number == 1]
         return candidates
 
 

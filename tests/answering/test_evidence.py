@@ -228,12 +228,13 @@ def test_the_issue_questions_get_their_fact_from_the_extractive_answer(seeded, q
 
 def test_another_papers_sentence_joins_only_when_it_scores_almost_as_well(embeddings):
     """A question about one paper is answered by it: the second paper's sentence on templates scores
-    close to RxnFlow's own, yet joins only under a wide `other_paper_margin`; the first-ranked paper
-    joins a lower-ranked paper's best sentence within half the evidence margin."""
+    close to RxnFlow's own, yet joins only under a wide `other_paper_margin`, and never when the question calls
+    RxnFlow by its name; the first-ranked paper joins a lower-ranked paper's best sentence within half the
+    evidence margin."""
     other = Source.from_text(
         "p9", "SynFlow: Templates for Molecules", "SynFlow uses 80 reaction templates to build molecules.", 0.6
     )
-    question = "How many reaction templates does RxnFlow use?"
+    question = "How many reaction templates does the synthesizability-aware GFlowNet use?"
 
     def papers(question: str, other_margin: float, rank_penalty: float = 0.2) -> set[int]:
         config = AnswerConfig(other_paper_margin=other_margin, rank_penalty=rank_penalty)
@@ -242,6 +243,7 @@ def test_another_papers_sentence_joins_only_when_it_scores_almost_as_well(embedd
 
     assert papers(question, 0.0) == {1}
     assert papers(question, 1.0) == {1, 2}
+    assert papers("How many reaction templates does RxnFlow use?", 1.0) == {1}  # called by its name
     # When the best sentence is a lower-ranked paper's (no rank penalty), the paper ranked first may still join.
     assert papers("Which templates build the molecules?", 0.0, rank_penalty=0.0) == {1, 2}
     assert papers("Which templates build the molecules?", 0.0) == {1}  # the rank penalty keeps it to one

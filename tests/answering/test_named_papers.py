@@ -1,6 +1,6 @@
 """A paper asked for by the name its title gives before a colon, when that name is words no search finds:
 "Show-o" is a stop word and one letter: BM25 has no term of it, and no passage is near enough to it to pass refusal.
-Over the seeds and the real records of Show-o and Transfusion, through `rag ask` as typed."""
+Over the seeds and the real records of Show-o, Transfusion and others, through `rag ask` as typed."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ NAMED = (
     "Show-o: One Single Transformer",
     "Transfusion: Predict the Next Token",
     "When is Task Vector Provably Effective for Model Editing?",
+    "SynFlowNet: Design of Diverse and Novel Molecules",
 )
 
 
@@ -62,3 +63,15 @@ def test_a_paper_whose_title_asks_a_question_is_named_whole(named_index):
     first = shown.stdout.splitlines()[0]
     assert first.startswith("“When is Task Vector Provably Effective for Model Editing? A Generalization")
     assert "[1]" in first
+
+
+def test_a_paper_called_by_its_name_is_answered_from_its_own_abstract_only(named_index):
+    """SynFlowNet's abstract gives no number of reaction templates; RxnFlow's, a seed, gives 71. Asked how many
+    SynFlowNet uses, the answer quoted RxnFlow's sentence: a number, of another paper. It quotes SynFlowNet now."""
+    index, _ = named_index
+    shown = rag("ask", "How many reaction templates does SynFlowNet use?", "--json", index=index)
+    assert shown.returncode == 0, shown.stderr
+    answer = json.loads(shown.stdout)
+    synflownet = next(s for s in answer["sources"] if s["title"].startswith("SynFlowNet"))
+    assert answer["cited"] == [synflownet["paper_id"]] and "71" not in answer["text"], answer["text"]
+    assert "RxnFlow" in rag("ask", "How many reaction templates does RxnFlow use?", index=index).stdout
