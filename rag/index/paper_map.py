@@ -71,9 +71,7 @@ class MapStore:
         self.limit = index.max_batch_size  # the most entries one call to Chroma may carry (or return)
         try:
             if create:
-                self.collection = self.client.get_or_create_collection(
-                    self.name, embedding_function=None, metadata={"hnsw:space": "cosine"}, configuration=None
-                )
+                self.collection = self._created()
             else:
                 self.collection = self.client.get_collection(self.name, embedding_function=None)
         except StoreError:
@@ -99,10 +97,14 @@ class MapStore:
     def emptied(self) -> MapStore:
         """This map with no paper placed, in a new collection: for vectors of another kind (and length)."""
         self.client.delete_collection(self.name)
-        self.collection = self.client.create_collection(
+        self.collection = self._created()
+        return self
+
+    def _created(self):
+        """The map's collection, made if it is not there: cosine space, vectors given by the caller."""
+        return self.client.get_or_create_collection(
             self.name, embedding_function=None, metadata={"hnsw:space": "cosine"}, configuration=None
         )
-        return self
 
     def themes(self) -> list[str]:
         """The themes' names, a theme's number its place in the list."""
@@ -208,8 +210,8 @@ def with_titles(vectors: dict[str, np.ndarray], titles: dict[str, str], model: E
     """Static papers' vectors (rag/index/static.py) with the model's vector of each title beside them, each half
     of unit length. On the whole list (2026-12-05), a static index's map laid out from its vectors alone kept 0.082
     of each paper's ten nearest by the model's vectors among its ten nearest on the map, and its themes agreed
-    with the int8 index's map's at an adjusted Rand of 0.153; with the titles, 0.165 and 0.331 (the int8 map:
-    0.328), for about 15 s of the model embedding 11,669 titles (docs/benchmarks.md)."""
+    with the int8 index's map's at an adjusted Rand of 0.153; with the titles, 0.164 and 0.331 (the int8 map:
+    0.328), for 12.2 s of the model embedding 11,669 titles (docs/benchmarks.md)."""
     ids = list(vectors)
     embedded = np.asarray(model.embed_documents([titles.get(pid, "") for pid in ids]), dtype=np.float64)
     embedded /= np.maximum(np.linalg.norm(embedded, axis=1, keepdims=True), 1e-12)

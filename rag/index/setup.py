@@ -168,9 +168,8 @@ def stored_indexes(client, config: Settings) -> list[StoredIndex]:
         papers_name = name + PAPERS_SUFFIX
         papers = client.get_collection(papers_name, embedding_function=None)
         chunks = client.get_collection(name, embedding_function=None)
-        if (papers.metadata or {}).get(
-            COMPLETED
-        ) in names:  # `rag ingest --complete` replaced it (rag/ingest/complete.py)
+        # `rag ingest --complete` replaced it (rag/ingest/complete.py)
+        if (papers.metadata or {}).get(COMPLETED) in names:
             continue
         setup = IndexSetup.recorded(papers.metadata or {}) or _unrecorded_setup(name, config)
         stored = StoredIndex(name, setup, papers.count(), chunks.count())
