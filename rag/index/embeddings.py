@@ -99,8 +99,9 @@ def make_index_embeddings(config: EmbeddingConfig, model: Embeddings) -> Embeddi
     from rag.index.static import StaticEmbeddings, static_model_folder
 
     fp32 = onnx_model_file(model_directory(config), config.onnx_cache, quantized=False)  # its path; not loaded
-    pieces = load_tokenizer(config)
-    return StaticEmbeddings(static_model_folder(fp32, pieces.copy()), pieces.max_length)
+    # The model's tokenizer is loaded only to distill (50 ms of a cold `rag ask`): the folder holds its own copy.
+    folder = static_model_folder(fp32, lambda: load_tokenizer(config).copy())
+    return StaticEmbeddings(folder, max_input_length(model_directory(config)))
 
 
 class CachedEmbeddings(Embeddings):
@@ -142,15 +143,20 @@ class CachedEmbeddings(Embeddings):
         return self.embeddings.embed_query(text)
 
 
-def load_tokenizer(config: EmbeddingConfig) -> WordPieces:
-    """The model's own tokenizer, with the longest input it takes (`max_length`), for embedding and chunking."""
-    directory = model_directory(config)
-    max_length = 256
+def max_input_length(directory: Path) -> int:
+    """The longest input, in word pieces, the model in `directory` reads (sentence-transformers' setting)."""
     settings = directory / "sentence_bert_config.json"
     if settings.is_file():
         import json
 
-        max_length = json.loads(settings.read_text()).get("max_seq_length", max_length)
+        return int(json.loads(settings.read_text()).get("max_seq_length", 256))
+    return 256
+
+
+def load_tokenizer(config: EmbeddingConfig) -> WordPieces:
+    """The model's own tokenizer, with the longest input it takes (`max_length`), for embedding and chunking."""
+    directory = model_directory(config)
+    max_length = max_input_length(directory)
     if (directory / "tokenizer.json").is_file():
         from tokenizers import Tokenizer
 

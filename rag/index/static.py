@@ -3,7 +3,8 @@
 model2vec's recipe, run on the model's own ONNX export: every word piece of the vocabulary is encoded alone
 (`[CLS] piece [SEP]`) by the fp32 model, the vectors are reduced to DIMS dimensions by PCA and weighted by the
 pieces' Zipf frequency (SIF), and a text's vector is the mean of its pieces' vectors. model2vec's `StaticModel`
-stores and runs the result; its own distiller is not used because it needs packages our registries don't hold
+stores the result (any model2vec user can load the folder); `StaticEmbeddings` runs it as `StaticModel.encode`
+does. model2vec's own distiller is not used because it needs packages our registries don't hold
 (`skeletoken`) and pins a transformers older than ours. Distilling the bundled MiniLM takes about 14 s here, once
 per model; embedding the whole list's abstracts then takes about 3 s, against about 10 minutes for the model.
 
@@ -14,6 +15,7 @@ BM25 and these vectors, and the full model scores the candidates it keeps (rag/r
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,13 +33,14 @@ STATIC_RECIPE = 1  # bump when the recipe changes: distilled models are then bui
 BATCH = 2048  # pieces encoded per model call (three tokens each)
 
 
-def static_model_folder(model_file: Path, tokenizer: Tokenizer) -> Path:
-    """The static model distilled from the fp32 export `model_file`, beside it; built on first use."""
+def static_model_folder(model_file: Path, tokenizer: Callable[[], Tokenizer]) -> Path:
+    """The static model distilled from the fp32 export `model_file`, beside it; built on first use (with the model's
+    `tokenizer()`)."""
     target = model_file.parent / f"static-{DIMS}-r{STATIC_RECIPE}"
     if not (target / "config.json").is_file():
         print(f"distilling the embedding model into a static one, once: {target}", file=sys.stderr)
     return build_once(
-        target, lambda path: distill(model_file, tokenizer, path), lambda p: (p / "config.json").is_file()
+        target, lambda path: distill(model_file, tokenizer(), path), lambda p: (p / "config.json").is_file()
     )
 
 
@@ -65,20 +68,34 @@ def distill(model_file: Path, tokenizer: Tokenizer, path: Path) -> None:
 
 
 class StaticEmbeddings(Embeddings):
-    """LangChain `Embeddings` over a distilled static model: unit vectors, no transformer."""
+    """LangChain `Embeddings` over a distilled static model: unit vectors, no transformer.
+
+    A text's vector is what model2vec's `StaticModel.encode` gives (the test compares them): the text cut to
+    `max_length` times the median piece's length in characters, its word pieces up to `max_length` without
+    [CLS], [SEP] or [UNK], the mean of their vectors, of unit length. Computed here with numpy, because
+    constructing a `StaticModel` (it measures and copies its vocabulary) and importing model2vec took 0.12 s
+    of every cold `rag ask` on a static index."""
 
     def __init__(self, folder: Path, max_length: int):
-        from model2vec.model import StaticModel
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
 
-        # Not `StaticModel.from_pretrained`: it imports model2vec's model-card writer (0.26 s of every cold start).
-        vectors = load_file(folder / "model.safetensors")["embeddings"]
-        self.model = StaticModel(vectors, Tokenizer.from_file(str(folder / "tokenizer.json")), normalize=True)
-        self.max_length = max_length  # the full model's: a chunk's vector covers what the model would read
+        self.vectors = load_file(folder / "model.safetensors")["embeddings"]
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(max_length)  # the full model's: a chunk's vector covers what it would read
+        self.unknown = self.tokenizer.token_to_id(self.tokenizer.model.unk_token)
+        pieces = self.tokenizer.get_vocab()
+        self.max_chars = max_length * int(np.median([len(piece) for piece in pieces]))
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self.model.encode(texts, max_length=self.max_length).tolist()
+        encoded = self.tokenizer.encode_batch_fast([text[: self.max_chars] for text in texts], add_special_tokens=False)
+        means = np.zeros((len(texts), self.vectors.shape[1]), dtype=np.float32)
+        for row, encoding in enumerate(encoded):
+            ids = [piece for piece in encoding.ids if piece != self.unknown]
+            if ids:
+                means[row] = self.vectors[ids].mean(axis=0)
+        return (means / (np.linalg.norm(means, axis=1, keepdims=True) + 1e-32)).tolist()
 
     def embed_query(self, text: str) -> list[float]:
         return self.embed_documents([text])[0]

@@ -39,6 +39,19 @@ def test_the_static_model_is_distilled_once_beside_the_export_and_gives_unit_vec
     assert np.allclose(alone, vectors[0])  # a text's vector is its own, whatever is embedded beside it
 
 
+def test_static_vectors_are_model2vec_s_own_for_the_folder_it_saved(static_service):
+    """The question path computes a text's static vector with numpy; model2vec, loading the folder its own way,
+    is the reference: the same vectors for abstracts, a long text cut short, an empty one and unknown pieces."""
+    from model2vec import StaticModel
+
+    static = static_service.index_embeddings
+    assert isinstance(static, StaticEmbeddings)
+    built = next(static_service.config.embedding.onnx_cache.expanduser().glob(f"*/static-{DIMS}-r*"))
+    texts = [*seed_abstracts(), "", "??? ✓ 量子", " ".join(seed_abstracts()), "Über naïve Bayes"]
+    reference = StaticModel.from_pretrained(built).encode(texts, max_length=static.tokenizer.truncation["max_length"])
+    assert np.allclose(np.asarray(static.embed_documents(texts)), reference, atol=1e-6)
+
+
 def test_a_paper_s_title_finds_its_abstract_by_static_vectors_alone(static_service):
     """The distilled vectors carry meaning: each seed title's nearest abstract, among all 19, is mostly its own."""
     papers = [json.loads(line) for line in SEED_FILE.read_text().splitlines()]
