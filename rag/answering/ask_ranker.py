@@ -65,7 +65,12 @@ class AskRanker:
     @classmethod
     def load(cls, path: Path = RANKER_FILE) -> AskRanker:
         """The shipped weights; a file made for other features is refused by name."""
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if tuple(data["features"]) != FEATURES:
-            raise ValueError(f"{path} was trained on features {data['features']}, not {list(FEATURES)}; retrain it")
-        return cls(tuple(float(w) for w in data["weights"]), float(data["bias"]))
+        return cls(*read_weights(path, FEATURES))
+
+
+def read_weights(path: Path, features: tuple[str, ...]) -> tuple[tuple[float, ...], float]:
+    """A learned ranker's weights and bias from its JSON file, refused by name when made for other `features`."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if tuple(data["features"]) != features:
+        raise ValueError(f"{path} was trained on features {data['features']}, not {list(features)}; retrain it")
+    return tuple(float(w) for w in data["weights"]), float(data["bias"])

@@ -37,6 +37,7 @@ from rag.answering.asks import CODE_LINK, NUMBER, best_assignment, hand_ask_scor
 from rag.answering.background import is_background, proposal_position, work_start
 from rag.answering.quoting import with_earlier_steps, with_sentence_before
 from rag.answering.refusal import refusal_reason
+from rag.answering.sentence_ranker import SentenceRanker
 from rag.core.config import AnswerConfig, RetrievalConfig
 from rag.core.markers import split_sentences
 from rag.core.types import Source
@@ -69,6 +70,7 @@ class EvidencePicker:
         self.answer = answer
         self.retrieval = retrieval
         self._ranker: AskRanker | None = None  # the learned ask scores, read on the first question of two asks
+        self._sentence_ranker: SentenceRanker | None = None  # read on the first question answered
 
     def pick(self, question: Question, sources: list[Source]) -> list[Evidence]:
         """The best sentence, then those close to it; for a question about several papers ("which
@@ -87,7 +89,7 @@ class EvidencePicker:
             named = name if question.focus or mentions(question.text, name) else ""
             each = self.for_each_ask(list(question.asks), scored[0].number, candidates, named)
             return with_sentence_before(question, each, sources)
-        chosen = self.chosen(question, scored, sources)
+        chosen = self.learned_choice(question, self.chosen(question, scored, sources), candidates)
         if question.wants.expands:  # "what does CLuST stand for?"
             chosen = self.spelling_out(chosen, candidates)
         how = question.wants.how_or_why
@@ -96,6 +98,30 @@ class EvidencePicker:
             if how.kind is AskKind.MECHANISM:
                 chosen = with_earlier_steps(chosen, sources, self.answer.evidence_sentences)
         return with_sentence_before(question, chosen, sources)
+
+    def learned_choice(
+        self, question: Question, chosen: list[Evidence], candidates: list[SentenceCandidate]
+    ) -> list[Evidence]:
+        """The chosen sentences, those of the answering paper (the first one's) replaced in their places by as many
+        of its sentences as the learned ranker puts first (`answer.sentence_choice`), best by the hand score first:
+        the hand score picks the paper, how many of its sentences join and which leads; the ranker which ones join,
+        of those `chosen` could take. Not for a follow-up (the ranker learned from questions asked alone)."""
+        if self.answer.sentence_choice == "weights" or not chosen or question.focus or question.said:
+            return chosen
+        if self._sentence_ranker is None:
+            self._sentence_ranker = SentenceRanker.load()
+        number = chosen[0].number
+        own = [c for c in candidates if c.number == number]
+        scores = self._sentence_ranker.scores(own, self.answer)
+        takes = [i for i in sorted(range(len(own)), key=lambda i: -scores[i]) if may_quote(question, own[i].sentence)]
+        places = [place for place, item in enumerate(chosen) if item.number == number]
+        if len(takes) < len(places):
+            return chosen
+        picked = ranked([own[i] for i in takes[: len(places)]], self.answer)
+        ordered = list(chosen)
+        for place, item in zip(places, picked):
+            ordered[place] = item
+        return ordered
 
     def spelling_out(self, chosen: list[Evidence], candidates: list[SentenceCandidate]) -> list[Evidence]:
         """The answering paper's sentence that spells the asked acronym out leads the chosen ones, when they
@@ -210,9 +236,6 @@ class EvidencePicker:
                 if not repeats(e.sentence, question.said) and not (numbers_only and not NUMBER.search(e.sentence))
             ]
             close = [e for e in joins if e.score >= best.score - widen * self.margin(e, best)]
-            if not close:  # one sentence: its paper's next best, if not far below
-                lone = self.answer.lone_margin
-                close = [e for e in joins if e.number == best.number and e.score >= best.score - lone][:1]
         return [best, *close][: self.answer.evidence_sentences]
 
     def margin(self, item: Evidence, best: Evidence) -> float:
@@ -220,7 +243,7 @@ class EvidencePicker:
         paper is answered by it: another paper's sentence must come much closer, except one of the
         paper retrieval ranked first, when the best sentence is not its own."""
         if item.number == best.number:
-            return self.answer.evidence_margin
+            return self.answer.paper_margin
         if item.number == 1:
             return self.answer.evidence_margin / 2
         return self.answer.other_paper_margin
@@ -322,6 +345,14 @@ class SentenceCandidate:
             - config.rank_penalty * self.rank,
             4,
         )
+
+
+def may_quote(question: Question, sentence: str) -> bool:
+    """Whether a sentence may join an answer (`EvidencePicker.chosen`'s rules): no web address unless the code is
+    asked for, a number for "how many …?"."""
+    if WEB_ADDRESS.search(sentence) and not question.code_asked:
+        return False
+    return not (question.opens_with_amount and not NUMBER.search(sentence))
 
 
 def ranked(candidates: list[SentenceCandidate], config: AnswerConfig) -> list[Evidence]:

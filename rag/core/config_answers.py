@@ -128,13 +128,16 @@ class AnswerConfig(Section):
     # Defaults set on the dev splits of tests/eval/ with `rag eval --answers` (docs/answers.md).
     evidence_sentences: int = Field(3, ge=1, description="Most sentences an answer is built from.")
     evidence_margin: float = Field(
-        0.3, ge=0, description="A further sentence joins the best one when it scores within this margin of it."
+        0.3,
+        ge=0,
+        description="A sentence of another paper that passed refusal on its own (for a question about several "
+        "papers), or an ask's runner-up, joins the best one within this margin of it; the first paper's, within half.",
     )
-    lone_margin: float = Field(
+    paper_margin: float = Field(
         0.5,
         ge=0,
-        description="An answer that would quote one sentence also quotes its paper's next best one within this "
-        "margin of it (a question about one paper: one sentence rarely holds all it asks).",
+        description="A further sentence of the best sentence's paper joins it when it scores within this margin of "
+        "it (a question about one paper: one sentence rarely holds all it asks); `evidence_margin` for other papers.",
     )
     other_paper_margin: float = Field(
         0.03, ge=0, description="Another paper's sentence joins the best one only within this margin of it."
@@ -157,6 +160,12 @@ class AnswerConfig(Section):
         description="How a sentence is scored for one ask: the hand weights above, or the learned ranker shipped "
         "in rag/answering/ask_ranker.json (retrained by benchmarks/ask_ranker.py; as good on the dev splits, "
         "docs/answers.md).",
+    )
+    sentence_choice: Literal["learned", "weights"] = Field(
+        "learned",
+        description="Which of the answering paper's sentences an answer quotes (as many as the margins above let "
+        "join): the best by the learned ranker shipped in rag/answering/sentence_ranker.json (retrained by "
+        "benchmarks/sentence_ranker.py, docs/answers.md), or by the hand weights.",
     )
     novelty_weight: float = Field(0.0, ge=0, description="Weight of the share of its words the question lacks.")
     proposal_bonus: float = Field(

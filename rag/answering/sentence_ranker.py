@@ -1,0 +1,92 @@
+"""Which of a paper's sentences an answer quotes, learned from where the facts of blind questions sit (issue 43).
+
+The hand score (`SentenceCandidate.score`) decides which paper answers and how many of its sentences join;
+this decides which of its sentences they are. A logistic regression over each sentence's score parts, its
+place in the abstract and what its neighbours score: a fact is often in the sentence after the one that
+restates the question ("We propose PFDiff, a training-free … strategy" is followed by "Specifically, PFDiff
+initially utilizes score replacement from past time steps …"). Its weights are a small JSON file shipped in
+the package (`sentence_ranker.json`); the question path scores with a dot product. Trained, and measured
+writer by writer on the blind set's dev split, by
+
+    python benchmarks/sentence_ranker.py --index /tmp/fullidx
+
+(scikit-learn, the `train` extra).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rag.answering.ask_ranker import read_weights
+
+if TYPE_CHECKING:
+    from rag.answering.evidence import SentenceCandidate
+    from rag.core.config import AnswerConfig
+
+RANKER_FILE = Path(__file__).with_name("sentence_ranker.json")
+NO_NEIGHBOUR = -2.0  # what a first or last sentence's missing neighbour scores below the best
+FEATURES = (
+    "score",
+    "below_best",
+    "cosine",
+    "words",
+    "novelty",
+    "kind",
+    "proposal",
+    "background",
+    "introduces",
+    "proposes",
+    "before_below_best",
+    "after_below_best",
+    "place",
+    "is_best",
+    "after_proposal",
+)
+
+
+def sentence_features(own: Sequence[SentenceCandidate], config: AnswerConfig) -> list[list[float]]:
+    """The features (`FEATURES`) of each of one paper's candidate sentences, given in abstract order."""
+    scores = [c.score(config) for c in own]
+    best = max(scores)
+    below = [score - best for score in scores]
+    last = len(own) - 1
+    return [
+        [
+            scores[i],
+            below[i],
+            c.cosine,
+            c.words,
+            c.novelty,
+            float(c.kind),
+            float(c.proposal),
+            float(c.background),
+            float(c.introduces),
+            float(c.proposes),
+            below[i - 1] if i > 0 else NO_NEIGHBOUR,
+            below[i + 1] if i < last else NO_NEIGHBOUR,
+            i / last if last else 0.0,
+            float(scores[i] == best),
+            float(i > 0 and own[i - 1].proposes),
+        ]
+        for i, c in enumerate(own)
+    ]
+
+
+@dataclass(frozen=True)
+class SentenceRanker:
+    """The learned weights: a sentence's score is their dot product with its features."""
+
+    weights: tuple[float, ...]
+    bias: float
+
+    def scores(self, own: Sequence[SentenceCandidate], config: AnswerConfig) -> list[float]:
+        """Each of one paper's sentences (in abstract order) scored: higher, likelier to hold what is asked."""
+        return [self.bias + sum(w * v for w, v in zip(self.weights, row)) for row in sentence_features(own, config)]
+
+    @classmethod
+    def load(cls, path: Path = RANKER_FILE) -> SentenceRanker:
+        """The shipped weights; a file made for other features is refused by name."""
+        return cls(*read_weights(path, FEATURES))

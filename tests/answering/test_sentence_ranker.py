@@ -1,0 +1,68 @@
+"""Which of the answering paper's sentences an answer quotes: the learned ranker (rag/answering/sentence_ranker.py)
+against the hand order, on a real record of the whole list beside the seeds, through `rag ask` as typed."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+from clirun import rag
+from conftest import FULL_LIST, SEED_FILE, settings_for, write_jsonl
+
+from rag.answering.evidence import SentenceCandidate
+from rag.answering.sentence_ranker import FEATURES, NO_NEIGHBOUR, RANKER_FILE, SentenceRanker, sentence_features
+from rag.core.config import AnswerConfig
+from rag.service import RagService
+
+FORA = "HGxGCjqnDd"  # LoRA Unleashed: Effortlessly Advancing from Low to Arbitrary Rank (FoRA)
+
+
+@pytest.fixture(scope="module")
+def fora_index(tmp_path_factory, embeddings):
+    if not FULL_LIST.exists():
+        pytest.skip(f"{FULL_LIST} is not here")
+    with gzip.open(FULL_LIST, "rt", encoding="utf-8") as lines:
+        records = [record for record in map(json.loads, lines) if record["id"] == FORA]
+    folder = tmp_path_factory.mktemp("fora")
+    service = RagService(settings_for(folder / "index"), embeddings=embeddings)
+    service.ingest([SEED_FILE, write_jsonl(folder / "fora.jsonl", records)])
+    return folder / "index"
+
+
+def test_a_how_question_quotes_the_sentence_that_says_how_not_the_one_that_restates_the_problem(fora_index):
+    """The hand order quoted FoRA's result and LoRA's background; the learned one quotes what FoRA does instead."""
+    question = "How does FoRA get around the rank limit of LoRA's low-rank update matrices?"
+    learned = rag("ask", question, "--json", index=fora_index)
+    hand = rag("ask", question, "--json", index=fora_index, RAG_ANSWER__SENTENCE_CHOICE="weights")
+    assert learned.returncode == 0 and hand.returncode == 0, learned.stderr + hand.stderr
+    learned_answer, hand_answer = json.loads(learned.stdout), json.loads(hand.stdout)
+    assert learned_answer["sources"][0]["paper_id"] == FORA == hand_answer["sources"][0]["paper_id"]
+    assert "Fourier basis" in learned_answer["text"] and "sparse spectral subspace" in learned_answer["text"]
+    assert "Fourier basis" not in hand_answer["text"]
+
+
+def test_a_sentence_s_features_read_its_neighbours_in_the_abstract_s_order():
+    config = AnswerConfig()
+    own = [
+        SentenceCandidate(1, 0, "Background.", 0.2, 0.0, 1.0, 0, False, True),
+        SentenceCandidate(1, 0, "We propose X.", 0.6, 0.5, 0.5, 0, True, False, True, True),
+        SentenceCandidate(1, 0, "Specifically, X uses Y.", 0.4, 0.2, 0.8, 0, False, False),
+    ]
+    rows = [dict(zip(FEATURES, row)) for row in sentence_features(own, config)]
+    best = own[1].score(config)
+    assert [row["is_best"] for row in rows] == [0.0, 1.0, 0.0]
+    assert rows[0]["before_below_best"] == NO_NEIGHBOUR and rows[2]["after_below_best"] == NO_NEIGHBOUR
+    assert rows[2]["before_below_best"] == 0.0 and rows[0]["after_below_best"] == 0.0
+    assert rows[1]["before_below_best"] == pytest.approx(own[0].score(config) - best)
+    assert [row["after_proposal"] for row in rows] == [0.0, 0.0, 1.0]
+    assert [row["place"] for row in rows] == [0.0, 0.5, 1.0]
+
+
+def test_the_shipped_sentence_ranker_is_small_and_a_file_for_other_features_is_refused(tmp_path):
+    assert RANKER_FILE.stat().st_size < 10_000
+    assert len(SentenceRanker.load().weights) == len(FEATURES)
+    stale = tmp_path / "ranker.json"
+    stale.write_text(json.dumps({"features": ["cosine"], "weights": [1.0], "bias": 0.0}))
+    with pytest.raises(ValueError, match="retrain"):
+        SentenceRanker.load(stale)
