@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from rag.answering.evidence import Evidence
     from rag.question.question import Question
 
+LIST_ITEM = re.compile(r"^\(?(\d{1,2}|[ivx]{1,4})\)\s+")  # 334 of the list's sentences open so
 LEADING_LINK = re.compile(
     r"^(however|moreover|furthermore|additionally|in addition|specifically|notably|importantly|"
     r"in particular|consequently|therefore|thus|finally|to this end|then|first(ly)?|second(ly)?|next|meanwhile|"
@@ -90,8 +91,8 @@ def with_earlier_steps(evidence: list[Evidence], sources: list[Source], most: in
 
 def tidy(sentence: str) -> str:
     """A quoted sentence fit to stand first: its LaTeX and Markdown read as text ('26\\%' as 26%),
-    no leading 'However,' and the like."""
-    sentence = LEADING_LINK.sub("", plain_text(sentence).strip())
+    no leading 'However,' and the like, nor the number of a list it was an item of ('2) ', '(ii) ')."""
+    sentence = LEADING_LINK.sub("", LIST_ITEM.sub("", plain_text(sentence).strip()))
     return sentence[:1].upper() + sentence[1:] if sentence else sentence
 
 

@@ -118,6 +118,9 @@ def test_a_quoted_sentence_loses_its_leading_link_word():
     assert tidy("We propose X.") == "We propose X."
     assert tidy("To overcome these challenges, we propose X.") == "We propose X."
     assert tidy("Then, we build a benchmark.") == "We build a benchmark."
+    assert tidy("2) Subsequently, we propose FreeTraj.") == "Subsequently, we propose FreeTraj."
+    assert tidy("(iii) Then, we prune.") == "We prune."
+    assert tidy("(2024) is a year.") == "(2024) is a year."
     assert tidy("First-order logic is hard.") == "First-order logic is hard."  # a word, not a link
 
 
