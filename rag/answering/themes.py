@@ -6,8 +6,8 @@ service's cached sentence embeddings (the bundled model) and averaged. The paper
 Ward's hierarchical clustering (scipy, imported only here, when an overview is asked for); of √(papers / 2)
 to `MOST_THEMES` themes, the number whose silhouette is best. Each theme is named by its distinctive words:
 class-based TF-IDF, a word (or two-word term) frequent among the theme's papers and rare among the
-others'. Papers left alone in a theme of their own are gathered last, as "other papers".
-"""
+others', and sharing no word with a larger theme's name. Papers left alone in a theme of their own are
+gathered last, as "other papers", and so are the papers of a theme no term names."""
 
 from __future__ import annotations
 
@@ -91,13 +91,17 @@ def find_themes(papers: list[Source], topic: str, embeddings: Embeddings, evalua
         groups.append(np.asarray(alone))
     texts = [" ".join([paper.title, *held]) for paper, held in zip(papers, sentences)]
     named = distinctive_words([list(group) for group in groups], texts, topic, [paper.title for paper in papers])
-    others = len(groups) - 1 if alone else None  # the last group gathers the papers left alone: no name
+    if alone:  # the last group gathers the papers left alone: no name
+        named[-1] = []
+    unnamed = [int(member) for group, words in zip(groups, named) if not words for member in group]
+    groups = [group for group, words in zip(groups, named) if words] + ([np.asarray(unnamed)] if unnamed else [])
+    named = [words for words in named if words] + ([[]] if unnamed else [])
     found = []
-    for position, (group, words) in enumerate(zip(groups, named)):
+    for group, words in zip(groups, named):
         centre = _unit(papers_vectors[group].mean(axis=0))
         members = sorted(map(int, group), key=lambda i: -float(papers_vectors[i] @ centre))
         quotes = tuple((i, _nearest(sentences[i], by_paper[i] @ centre)) for i in members[:QUOTES_PER_THEME])
-        found.append(Group(tuple(members), () if position == others else tuple(words), quotes))
+        found.append(Group(tuple(members), tuple(words), quotes))
     return found
 
 
@@ -159,12 +163,13 @@ def distinctive_words(
     (titles hold what papers are about; abstracts' sentences also hold their verbs and connectives), unless
     none does; the topic's own words name none; a term must be used by two of the group's papers (when it
     has two); a term used by more than `most_common` of all the papers names none (the map of a whole
-    conference: "neural", "language", "datasets" are in a fifth to a third of its abstracts)."""
+    conference: "neural", "language", "datasets" are in a fifth to a third of its abstracts); a term sharing
+    a word with an earlier group's name names none (two themes were both named "language")."""
     topical = content_stems(topic) | content_stems(topic.replace("-", " "))  # "mixture-of-experts": "experts" too
     held = [_terms(text, topical) for text in texts]
     titled = set().union(*(_terms(title, topical) for title in titles))
     everywhere = Counter(term for terms in held for term in terms)
-    named = []
+    named: list[list[str]] = []
     for group in groups:
         inside = Counter(term for member in group for term in held[member])
         least = min(2, len(group))
@@ -174,7 +179,8 @@ def distinctive_words(
             if count >= least and everywhere[term] <= most_common * len(texts)
         }
         ranked = sorted(scores, key=lambda term: (-scores[term], term))
-        named.append(_without_overlap([term for term in ranked if term in titled] or ranked))
+        earlier = [term for name in named for term in name]
+        named.append(_without_overlap([term for term in ranked if term in titled] or ranked, earlier))
     return named
 
 
@@ -187,12 +193,12 @@ def _terms(text: str, topic_stems: set[str]) -> set[str]:
     return {word for word in kept if word and word not in on_topic} | pairs
 
 
-def _without_overlap(ranked: list[str]) -> list[str]:
-    """The first `WORDS_PER_NAME` terms, skipping one that shares a word (see `_stem`) with a
-    term chosen already."""
+def _without_overlap(ranked: list[str], earlier: list[str]) -> list[str]:
+    """The first `WORDS_PER_NAME` terms, skipping one that shares a word (see `_stem`) with a term chosen
+    already, for this name or an `earlier` one: each name tells its theme from the others."""
     chosen: list[str] = []
     for term in ranked:
-        taken = {_stem(word) for picked in chosen for word in picked.split()}
+        taken = {_stem(word) for picked in [*earlier, *chosen] for word in picked.split()}
         if not {_stem(word) for word in term.split()} & taken:
             chosen.append(term)
         if len(chosen) == WORDS_PER_NAME:

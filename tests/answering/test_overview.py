@@ -38,6 +38,7 @@ def test_an_overview_groups_every_listed_paper_into_exactly_one_theme(moe_index)
     named = [theme for theme in answer.themes if theme.name != OTHERS]
     assert [theme.size for theme in named] == sorted((theme.size for theme in named), reverse=True)
     assert all(theme.words and theme.name == ", ".join(theme.words) for theme in named)
+    assert len({theme.name for theme in answer.themes}) == len(answer.themes), "two themes of one name"
     exported = answer.export("csv").strip().splitlines()  # the papers to take away: every grouped paper
     assert len(exported) == len(grouped) + 1
 
@@ -124,7 +125,9 @@ def test_a_term_most_papers_use_names_no_theme_when_a_map_says_so():
         "Neural policy learning for robots", "Neural policy learning for games",
     ]  # fmt: skip
     groups, titles = [[0, 1], [2, 3]], [text.split(" for ")[0] for text in texts]
-    assert distinctive_words(groups, texts, "", titles)[0] == ["graph", "networks", "neural"]  # as overviews name
+    named = distinctive_words(groups, texts, "", titles)
+    assert named[0] == ["graph", "networks", "neural"]  # as overviews name
+    assert named[1] == ["policy"], "a word of a larger theme's name tells the second theme from it"
     # the map's: "neural" is in all four texts, so it names no theme (a pair with it, used by two of them, may)
     assert distinctive_words(groups, texts, "", titles, most_common=0.5) == [["graph", "networks"], ["neural policy"]]
 
