@@ -9,8 +9,9 @@ is a gold paper, gives one row per sentence: its features and whether it holds o
 
 Measured leaving one blind writer out at a time (trained on everything else, the other sets included): the share
 of the held-out writer's facts that a paper's first 1, 2 and 3 sentences hold, by the learned order and by the
-hand score; then the held-out writer's questions answered through `RagService.answer` with that fold's ranker and
-with the hand order (`answer.sentence_choice: weights`): fact recall and the mean answer length. The test split is
+hand score; then the held-out writer's questions answered through `RagService.answer` with the hand order
+(`answer.sentence_choice: weights`) and with that fold's ranker, at each `answer.sentence_gate` of `LEARNED` (how sure
+the ranker must be for a further sentence to join): fact recall against the mean answer length. The test split is
 never read. Then the ranker is fitted on all the rows and written to rag/answering/sentence_ranker.json, unless
 `--dry-run`.
 """
@@ -36,6 +37,7 @@ from rag.text.facts import contains_fact, missing_facts
 ROOT = Path(__file__).resolve().parent.parent
 BLIND = ROOT / "tests" / "eval" / "blind_questions.jsonl"
 OTHERS = [ROOT / "tests" / "eval" / f"{name}_questions.jsonl" for name in ("seed", "full", "researcher", "how", "asks")]
+LEARNED = [("learned", gate) for gate in (1.0, 0.4, 0.3, 0.2)]  # answer.sentence_gate; 1.0: none joins by the gate
 C = 1.0  # 0.1, 0.3 and 1.0 gave the four blind writers' held-out top-2 within 0.004 of each other; 1.0 the best
 
 
@@ -87,10 +89,10 @@ def held(holds: list[list[bool]], scores, top: int) -> float:
     return float(np.asarray(holds)[order].any(axis=0).mean())
 
 
-def recall(service: RagService, rows: list[dict], order: str) -> tuple[float, float]:
+def recall(service: RagService, rows: list[dict], order: str, gate: float = 1.0) -> tuple[float, float]:
     """Fact recall (the share of answers holding every fact, as `rag eval` counts it) and the mean answer length
-    (characters) of the rows' answers under `answer.sentence_choice`."""
-    service.picker.answer = service.picker.answer.model_copy(update={"sentence_choice": order})
+    (characters) of the rows' answers under `answer.sentence_choice` and `answer.sentence_gate`."""
+    service.picker.answer = service.picker.answer.model_copy(update={"sentence_choice": order, "sentence_gate": gate})
     found, lengths = [], []
     for row in rows:
         answer = service.answer(row["question"])
@@ -120,14 +122,14 @@ def main() -> int:
             tops.append(f"top-{top} {hand:.3f} -> {learned:.3f}")
         service.picker._sentence_ranker = SentenceRanker(tuple(model.coef_[0]), float(model.intercept_[0]))
         questions = [row for row in rows if row["group"] == writer]
-        (hand_recall, hand_length), (learned_recall, learned_length) = (
-            recall(service, questions, order) for order in ("weights", "learned")
-        )
+        answers = [recall(service, questions, order, gate) for order, gate in (("weights", 1.0), *LEARNED)]
         print(
             f"held out {writer} ({len(out)} of {len(questions)} questions): facts held, hand -> learned: "
             + ", ".join(tops)
-            + f"; answers' fact recall {hand_recall:.3f} -> {learned_recall:.3f}, "
-            f"length {hand_length:.0f} -> {learned_length:.0f}"
+            + "; answers' fact recall (length), hand -> learned with gates "
+            + ", ".join(str(gate) for _, gate in LEARNED)
+            + ": "
+            + " -> ".join(f"{found:.3f} ({length:.0f})" for found, length in answers)
         )
     model = fit([item for _, item in kept])
     weights = model.coef_[0].round(4).tolist()

@@ -28,6 +28,7 @@ import math
 import re
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -102,26 +103,26 @@ class EvidencePicker:
     def learned_choice(
         self, question: Question, chosen: list[Evidence], candidates: list[SentenceCandidate]
     ) -> list[Evidence]:
-        """The chosen sentences, those of the answering paper (the first one's) replaced in their places by as many
-        of its sentences as the learned ranker puts first (`answer.sentence_choice`), best by the hand score first:
-        the hand score picks the paper, how many of its sentences join and which leads; the ranker which ones join,
-        of those `chosen` could take. Not for a follow-up (the ranker learned from questions asked alone)."""
+        """The chosen sentences, the answering paper's (the first one's) chosen by the learned ranker: the hand score
+        picks the paper, how many of its sentences join and which leads; the ranker which ones, and those it is surer
+        of than `answer.sentence_gate` join them, unless a number or a name alone is asked. They follow the lead in
+        the abstract's order, then other papers'. Not for a follow-up (the ranker learned from questions alone)."""
         if self.answer.sentence_choice == "weights" or not chosen or question.focus or question.said:
             return chosen
         if self._sentence_ranker is None:
             self._sentence_ranker = SentenceRanker.load()
         number = chosen[0].number
         own = [c for c in candidates if c.number == number]
-        scores = self._sentence_ranker.scores(own, self.answer)
-        takes = [i for i in sorted(range(len(own)), key=lambda i: -scores[i]) if may_quote(question, own[i].sentence)]
-        places = [place for place, item in enumerate(chosen) if item.number == number]
-        if len(takes) < len(places):
+        count = sum(item.number == number for item in chosen)
+        wants = question.wants  # a number or a name alone is answered by the sentence that holds it (blind dev)
+        room = 0 if (wants.number or wants.name) and not wants.how_or_why else self.answer.gated_sentences - len(chosen)
+        takes = self._sentence_ranker.choose(own, count, room, self.answer, partial(may_quote, question))
+        if takes is None:
             return chosen
-        picked = ranked([own[i] for i in takes[: len(places)]], self.answer)
-        ordered = list(chosen)
-        for place, item in zip(places, picked):
-            ordered[place] = item
-        return ordered
+        lead, *rest = ranked([own[i] for i in takes], self.answer)
+        at = {own[i].sentence: i for i in takes}
+        rest.sort(key=lambda item: at[item.sentence])  # after the lead, the abstract's order: they read on
+        return [lead, *rest, *(item for item in chosen if item.number != number)]
 
     def spelling_out(self, chosen: list[Evidence], candidates: list[SentenceCandidate]) -> list[Evidence]:
         """The answering paper's sentence that spells the asked acronym out leads the chosen ones, when they

@@ -15,7 +15,8 @@ writer by writer on the blind set's dev split, by
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -85,6 +86,19 @@ class SentenceRanker:
     def scores(self, own: Sequence[SentenceCandidate], config: AnswerConfig) -> list[float]:
         """Each of one paper's sentences (in abstract order) scored: higher, likelier to hold what is asked."""
         return [self.bias + sum(w * v for w, v in zip(self.weights, row)) for row in sentence_features(own, config)]
+
+    def choose(
+        self, own: Sequence[SentenceCandidate], count: int, room: int, config: AnswerConfig, may: Callable[[str], bool]
+    ) -> list[int] | None:
+        """Of one paper's sentences (in abstract order), the `count` this ranks first, then up to `room` more it
+        scores at least `config.sentence_gate` sure to hold what is asked, best first; only those `may` quote.
+        None when fewer than `count` may be quoted."""
+        scores = self.scores(own, config)
+        takes = [i for i in sorted(range(len(own)), key=lambda i: -scores[i]) if may(own[i].sentence)]
+        if len(takes) < count:
+            return None
+        gate = math.log(config.sentence_gate / (1 - config.sentence_gate)) if config.sentence_gate < 1 else math.inf
+        return takes[:count] + [i for i in takes[count:] if scores[i] >= gate][:room]
 
     @classmethod
     def load(cls, path: Path = RANKER_FILE) -> SentenceRanker:

@@ -167,6 +167,15 @@ class AnswerConfig(Section):
         "join): the best by the learned ranker shipped in rag/answering/sentence_ranker.json (retrained by "
         "benchmarks/sentence_ranker.py, docs/answers.md), or by the hand weights.",
     )
+    sentence_gate: float = Field(
+        0.3,
+        gt=0,
+        le=1,
+        description="With the learned choice: a further sentence of the answering paper joins, up to "
+        "`gated_sentences` in all, when the ranker's probability that it holds what is asked is at least this "
+        "(1.0: none joins so).",
+    )
+    gated_sentences: int = Field(4, ge=1, description="Most sentences an answer reaches through `sentence_gate`.")
     novelty_weight: float = Field(0.0, ge=0, description="Weight of the share of its words the question lacks.")
     proposal_bonus: float = Field(
         0.0, ge=0, description="Gain of the sentence that says what the paper proposes, or names it."

@@ -145,9 +145,9 @@ def test_what_an_acronym_stands_for_is_answered_by_the_sentence_that_spells_it_o
 def test_each_ask_of_a_two_part_question_gets_its_own_sentence_in_the_order_asked(seeded, question, facts):
     answer = seeded.answer(question)
     sentences = split_sentences(answer.text)
-    # one sentence per ask, a runner-up while there is room (answer.evidence_sentences), and at most one more:
-    # the sentence that one of them points back at ("It contains …")
-    asks, room = len(split_asks(question)), AnswerConfig().evidence_sentences
+    # one sentence per ask, a runner-up while there is room (answer.evidence_sentences, or gated_sentences for a
+    # sentence the learned ranker is sure of), and at most one more: the sentence one of them points back at
+    asks, room = len(split_asks(question)), AnswerConfig().gated_sentences
     assert not answer.refused and asks <= len(sentences) <= max(asks, room) + 1
     where = [next(i for i, sentence in enumerate(sentences) if fact in sentence) for fact in facts]
     assert where == sorted(where)

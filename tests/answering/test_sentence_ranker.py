@@ -16,6 +16,7 @@ from rag.core.config import AnswerConfig
 from rag.service import RagService
 
 FORA = "HGxGCjqnDd"  # LoRA Unleashed: Effortlessly Advancing from Low to Arbitrary Rank (FoRA)
+PFDIFF = "wmmDvZGFK7"  # PFDiff: Training-Free Acceleration of Diffusion Models Combining Past and Future Scores
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +24,7 @@ def fora_index(tmp_path_factory, embeddings):
     if not FULL_LIST.exists():
         pytest.skip(f"{FULL_LIST} is not here")
     with gzip.open(FULL_LIST, "rt", encoding="utf-8") as lines:
-        records = [record for record in map(json.loads, lines) if record["id"] == FORA]
+        records = [record for record in map(json.loads, lines) if record["id"] in {FORA, PFDIFF}]
     folder = tmp_path_factory.mktemp("fora")
     service = RagService(settings_for(folder / "index"), embeddings=embeddings)
     service.ingest([SEED_FILE, write_jsonl(folder / "fora.jsonl", records)])
@@ -40,6 +41,17 @@ def test_a_how_question_quotes_the_sentence_that_says_how_not_the_one_that_resta
     assert learned_answer["sources"][0]["paper_id"] == FORA == hand_answer["sources"][0]["paper_id"]
     assert "Fourier basis" in learned_answer["text"] and "sparse spectral subspace" in learned_answer["text"]
     assert "Fourier basis" not in hand_answer["text"]
+
+
+def test_a_sentence_the_ranker_is_sure_of_joins_and_the_paper_s_sentences_read_in_its_order(fora_index):
+    """PFDiff's "how" is its fifth sentence, below the three the margin lets join (a blind dev question)."""
+    question = "How does PFDiff let fast ODE solvers run with fewer function evaluations without any training?"
+    gated = rag("ask", question, "--json", index=fora_index)
+    shut = rag("ask", question, "--json", index=fora_index, RAG_ANSWER__SENTENCE_GATE="1.0")
+    assert gated.returncode == 0 and shut.returncode == 0, gated.stderr + shut.stderr
+    text, without = json.loads(gated.stdout)["text"], json.loads(shut.stdout)["text"]
+    assert "score replacement from past time steps" in text and "score replacement" not in without
+    assert text.index("predict a springboard") < text.index("Subsequently, it employs this")  # the abstract's order
 
 
 def test_a_sentence_s_features_read_its_neighbours_in_the_abstract_s_order():
@@ -66,3 +78,20 @@ def test_the_shipped_sentence_ranker_is_small_and_a_file_for_other_features_is_r
     stale.write_text(json.dumps({"features": ["cosine"], "weights": [1.0], "bias": 0.0}))
     with pytest.raises(ValueError, match="retrain"):
         SentenceRanker.load(stale)
+
+
+def test_a_further_sentence_joins_only_when_the_ranker_is_as_sure_as_the_gate():
+    """The ranker's `count` best always; past them, only a sentence it scores at the gate or above, `room` at most."""
+    own = [
+        SentenceCandidate(1, 0, "Background.", 0.1, 0.0, 1.0, 0, False, True),
+        SentenceCandidate(1, 0, "We propose X.", 0.9, 0.0, 0.5, 0, True, False),
+        SentenceCandidate(1, 0, "X uses Y.", 0.6, 0.0, 0.8, 0, False, False),
+        SentenceCandidate(1, 0, "X uses Z.", 0.5, 0.0, 0.8, 0, False, False),
+    ]
+    by_cosine = SentenceRanker(tuple(8.0 if name == "cosine" else 0.0 for name in FEATURES), -4.0)  # p > 0.5 above 0.5
+    chose = lambda gate, room=1: by_cosine.choose(own, 1, room, AnswerConfig(sentence_gate=gate), lambda _: True)  # noqa: E731
+    assert chose(1.0) == [1], "with the gate shut, the ranker's best alone"
+    assert chose(0.6) == [1, 2] and chose(0.75) == [1]  # "X uses Y.": p = 0.69
+    assert chose(0.6, room=2) == [1, 2] and chose(0.45, room=2) == [1, 2, 3]  # "X uses Z.": p = 0.5
+    assert chose(0.45) == [1, 2], "no more than the room"
+    assert by_cosine.choose(own, 2, 1, AnswerConfig(), lambda sentence: sentence == "X uses Y.") is None
