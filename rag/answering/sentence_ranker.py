@@ -98,7 +98,7 @@ class SentenceRanker:
         if len(takes) < count:
             return None
         gate = math.log(config.sentence_gate / (1 - config.sentence_gate)) if config.sentence_gate < 1 else math.inf
-        return takes[:count] + [i for i in takes[count:] if scores[i] >= gate][:room]
+        return takes[:count] + [i for i in takes[count:] if scores[i] >= gate][: max(room, 0)]  # room < 0: none
 
     @classmethod
     def load(cls, path: Path = RANKER_FILE) -> SentenceRanker:

@@ -94,4 +94,5 @@ def test_a_further_sentence_joins_only_when_the_ranker_is_as_sure_as_the_gate():
     assert chose(0.6) == [1, 2] and chose(0.75) == [1]  # "X uses Y.": p = 0.69
     assert chose(0.6, room=2) == [1, 2] and chose(0.45, room=2) == [1, 2, 3]  # "X uses Z.": p = 0.5
     assert chose(0.45) == [1, 2], "no more than the room"
+    assert chose(0.45, room=-1) == [1], "an answer longer than `gated_sentences` already: none joins"
     assert by_cosine.choose(own, 2, 1, AnswerConfig(), lambda sentence: sentence == "X uses Y.") is None
