@@ -69,7 +69,7 @@ def labelled(service: RagService, row: dict) -> tuple[np.ndarray, list[list[bool
     own = [c for c in candidates if c.number == number]
     holds = [[contains_fact(c.sentence, fact) for fact in row["facts"]] for c in own]
     return (
-        np.asarray(sentence_features(own, service.picker.answer)),
+        np.asarray(sentence_features(own, service.picker.answer, asked.wants.why)),
         holds,
         [c.score(service.picker.answer) for c in own],
     )

@@ -116,7 +116,7 @@ class EvidencePicker:
         count = sum(item.number == number for item in chosen)
         wants = question.wants  # a number or a name alone is answered by the sentence that holds it (blind dev)
         room = 0 if (wants.number or wants.name) and not wants.how_or_why else self.answer.gated_sentences - len(chosen)
-        takes = self._sentence_ranker.choose(own, count, room, self.answer, partial(may_quote, question))
+        takes = self._sentence_ranker.choose(own, count, room, self.answer, partial(may_quote, question), wants.why)
         if takes is None:
             return chosen
         lead, *rest = ranked([own[i] for i in takes], self.answer)

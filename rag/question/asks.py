@@ -69,8 +69,14 @@ NAME_ASK = re.compile(
     re.I,
 )
 # What an acronym of the ask ("CLuST", "CoLeG", "UMAP": two capitals or more) stands for.
-EXPANSION_ASK = re.compile(r"\b(?:stands?|stood) for\b|\bshort for\b|\babbreviat\w*|\bacronym\b", re.I)
+# ("What is SemSI short for", not "why do static methods fall short for quantum networks")
+EXPANSION_ASK = re.compile(
+    r"\b(?:stands?|stood) for\b|\b(?<!fall )(?<!falls )(?<!fell )short for\b|\babbreviat\w*|\bacronym\b", re.I
+)
 ACRONYM_WORD = re.compile(r"\b[A-Za-z]*[A-Z][a-z0-9]*[A-Z][\w]*\b")
+# A reason: "why …", also after a clause ("In 3D scene synthesis, why use …"), or what motivates a choice
+# ("What observation motivates increasing dataset granularity?").
+REASON_ASK = re.compile(r"(^|[,;:]\s*)(and )?why\b|\bmotivat\w*", re.I)
 RESULT_ASK = re.compile(
     r"^\s*(does|do|did|is|are|can|how well|how good|how effective|what results?)\b|"
     r"^\s*what (do|does|did) (\w+ ){0,3}(find|conclude|show|reveal|demonstrate)\b",
@@ -131,6 +137,11 @@ class Wants:
         how = asks[0] if len(asks) == 1 and asks[0].kind in (AskKind.MECHANISM, AskKind.REASON) else None
         return cls(number, name, result, how, expands)
 
+    @property
+    def why(self) -> bool:
+        """It asks why: a one-ask "why …?" or "what motivates …?"."""
+        return self.how_or_why is not None and self.how_or_why.kind is AskKind.REASON
+
 
 def ask_kind(text: str) -> AskKind:
     """The kind of answer an ask wants, by its words: the first rule that fits."""
@@ -143,7 +154,7 @@ def ask_kind(text: str) -> AskKind:
         return AskKind.COMPARISON
     if NUMBER_ASK.search(text):
         return AskKind.NUMBER
-    if lowered.startswith("why") or re.match(r"(and )?why\b", lowered):
+    if REASON_ASK.search(lowered):
         return AskKind.REASON
     if re.match(r"(how|in what way|by what means)\b", lowered) and not re.match(r"how (well|good|effective)", lowered):
         return AskKind.MECHANISM

@@ -44,13 +44,16 @@ def test_a_how_question_quotes_the_sentence_that_says_how_not_the_one_that_resta
 
 
 def test_a_sentence_the_ranker_is_sure_of_joins_and_the_paper_s_sentences_read_in_its_order(fora_index):
-    """PFDiff's "how" is its fifth sentence, below the three the margin lets join (a blind dev question)."""
+    """PFDiff's "how" is its fifth sentence, below the three the hand margin lets join (a blind dev question): the
+    ranker chooses it; with the gate open, a further sentence it is sure of joins, and none leaves."""
     question = "How does PFDiff let fast ODE solvers run with fewer function evaluations without any training?"
     gated = rag("ask", question, "--json", index=fora_index)
     shut = rag("ask", question, "--json", index=fora_index, RAG_ANSWER__SENTENCE_GATE="1.0")
     assert gated.returncode == 0 and shut.returncode == 0, gated.stderr + shut.stderr
     text, without = json.loads(gated.stdout)["text"], json.loads(shut.stdout)["text"]
-    assert "score replacement from past time steps" in text and "score replacement" not in without
+    assert "score replacement from past time steps" in text
+    quoted, quoted_without = set(text.split(" [1]. ")), set(without.split(" [1]. "))
+    assert quoted_without < quoted, "the gate adds a sentence; it takes none away"
     assert text.index("predict a springboard") < text.index("Subsequently, it employs this")  # the abstract's order
 
 
@@ -69,6 +72,10 @@ def test_a_sentence_s_features_read_its_neighbours_in_the_abstract_s_order():
     assert rows[1]["before_below_best"] == pytest.approx(own[0].score(config) - best)
     assert [row["after_proposal"] for row in rows] == [0.0, 0.0, 1.0]
     assert [row["place"] for row in rows] == [0.0, 0.5, 1.0]
+    assert [row["why_background"] for row in rows] == [0.0, 0.0, 0.0] and not any(row["why_place"] for row in rows)
+    why = [dict(zip(FEATURES, row)) for row in sentence_features(own, config, why=True)]
+    assert [row["why_background"] for row in why] == [1.0, 0.0, 0.0]  # for a "why", the problem stated first
+    assert [row["why_place"] for row in why] == [0.0, 0.5, 1.0]
 
 
 def test_the_shipped_sentence_ranker_is_small_and_a_file_for_other_features_is_refused(tmp_path):
