@@ -73,10 +73,15 @@ def left_out(
 def asked_numbers(question: str, sentences: list[str]) -> list[str]:
     """The numbers that count what the question asks about ('71' of '71 reaction templates' for 'how many
     templates'), judged by the words just after each: those of the first sentence that has one; when none
-    has, all the first sentence's numbers."""
+    has, all the first sentence's numbers. Not a number the question says ('2' of "the 2B student …
+    beats Qwen-VL-Chat-7B by what average gain?"): that one is asked about, not asked for."""
     asked = content_stems(question)
     found = [
-        [(m.group(0).rstrip(","), " ".join(sentence[m.end() :].split()[:3])) for m in DIGITS.finditer(sentence)]
+        [
+            (number, " ".join(sentence[m.end() :].split()[:3]))
+            for m in DIGITS.finditer(sentence)
+            if (number := m.group(0).rstrip(",")) not in question
+        ]
         for sentence in sentences
     ]
     for numbers in found:

@@ -53,9 +53,11 @@ def with_sentence_before(question: Question, evidence: list[Evidence], sources: 
     its `before`: "It leverages clustering …" reads after "We propose POTEC, a two-stage algorithm". One such
     sentence at most, so an answer is at most one sentence longer. Not when the evidence holds the sentence
     before already or that one points back too, nor when the sentence names its paper ("This enables RxnFlow
-    to …"), nor for a "how many" question, whose number is the answer."""
+    to …"), nor for a "how many" question, whose number is the answer. A sentence that points back at one the
+    evidence holds reads after it (`in_reading_order`)."""
     if question.opens_with_amount:
         return evidence
+    evidence = in_reading_order(evidence, sources)
     held = {(item.number, item.sentence) for item in evidence}
     for place, item in enumerate(evidence):
         sentences = source_sentences(sources[item.number - 1])
@@ -66,6 +68,28 @@ def with_sentence_before(question: Question, evidence: list[Evidence], sources: 
             continue
         if not mentions(item.sentence, paper_name(sources[item.number - 1])):
             return [*evidence[:place], replace(item, before=sentences[at - 1]), *evidence[place + 1 :]]
+    return evidence
+
+
+def in_reading_order(evidence: list[Evidence], sources: list[Source]) -> list[Evidence]:
+    """The evidence, each sentence that points back at another it holds right after that one: moved there when
+    that one is quoted earlier; when later, that one is taken from there to be its `before` ("This theoretically
+    guarantees our effectiveness" led, and "We mathematically prove that CMI …" came third). The lead stays the
+    lead. Not when that one points back too."""
+    for place, item in enumerate(evidence):
+        sentences = source_sentences(sources[item.number - 1])
+        at = sentences.index(item.sentence) if item.sentence in sentences else 0
+        if not at or not POINTS_BACK.match(tidy(item.sentence)) or POINTS_BACK.match(tidy(sentences[at - 1])):
+            continue
+        before = (item.number, sentences[at - 1])
+        quoted = next((i for i, e in enumerate(evidence) if (e.number, e.sentence) == before), None)
+        if quoted is None or quoted == place - 1:
+            continue
+        if quoted > place:
+            rest = [e for i, e in enumerate(evidence) if i != quoted]
+            return in_reading_order([*rest[:place], replace(item, before=before[1]), *rest[place + 1 :]], sources)
+        rest = [e for i, e in enumerate(evidence) if i != place]
+        return in_reading_order([*rest[: quoted + 1], item, *rest[quoted + 1 :]], sources)
     return evidence
 
 

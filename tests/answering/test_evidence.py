@@ -139,6 +139,10 @@ def test_key_tokens_are_the_numbers_or_names_the_question_asks_for():
     hanabi = [Evidence(1, "We propose R3D2, a generalist agent that plays with any number of players.", 1.0)]
     assert key_tokens(lookup("Which agent plays Hanabi with any number of players?"), hanabi, [SEEDLIKE]) == ["R3D2"]
     assert key_tokens(lookup("Which agent is R3D2?"), hanabi, [SEEDLIKE]) == []
+    # a number the question says is not the one it asks for: it was "2" and "7", then dropped as the question's own
+    gain = [Evidence(1, "Student-2B surpasses Teacher-7B with an average gain of 8.8%, using 0.3% of the data.", 1.0)]
+    asked = "The 2B student surpasses Teacher-7B by what average gain, with what fraction of the data?"
+    assert key_tokens(lookup(asked), gain, [RXNFLOW]) == ["8.8", "0.3"]
 
 
 def test_a_number_or_name_the_cited_source_lacks_is_ungrounded():
@@ -403,6 +407,19 @@ def test_only_one_sentence_before_is_added_and_only_where_it_is_needed():
     assert with_sentence_before(lookup("How many stages does POTEC have?"), both[:1], [POTEC]) == both[:1]
     assert not POINTS_BACK.match("This paper proposes POTEC.") and not POINTS_BACK.match("It is known that X.")
     assert POINTS_BACK.match("These results show gains.") and POINTS_BACK.match("Its policy is fast.")
+
+
+def test_a_sentence_that_points_back_at_one_quoted_elsewhere_reads_right_after_it():
+    gains, hold = Evidence(1, "Experiments show large gains.", 0.8), Evidence(1, "They hold on every benchmark.", 1.0)
+    leverages = Evidence(1, LEVERAGES, 0.9)
+    led = with_sentence_before(lookup("How well does POTEC do?"), [hold, leverages, gains], [POTEC])
+    assert [(item.sentence, item.before) for item in led][:1] == [(hold.sentence, gains.sentence)]  # still the lead
+    assert [item.sentence for item in led] == [hold.sentence, LEVERAGES]
+    assert extractive_answer("How well does POTEC do?", led, [POTEC]).startswith(
+        "Experiments show large gains [1]. They hold on every benchmark [1]."
+    )
+    later = with_sentence_before(lookup("How well does POTEC do?"), [gains, leverages, hold], [POTEC])
+    assert [item.sentence for item in later] == [gains.sentence, hold.sentence, LEVERAGES]
 
 
 def test_a_seed_follow_up_quotes_their_after_what_they_are(seeded):
