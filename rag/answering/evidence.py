@@ -78,7 +78,7 @@ class EvidencePicker:
         papers …"), the best sentence of each paper close enough instead; for a question of two or
         more asks, one sentence of the answering paper per ask, in the order asked.
 
-        A follow-up's `said` (what the conversation's last answer said): the best sentence answers even when
+        A follow-up's `said` (what the conversation's answers said): the best sentence answers even when
         it was said (it is what is asked now); a sentence close to it joins only if it was not. Its `focus`:
         the papers it asks about (`sources`), which it names as "it" or "they"."""
         candidates = self.candidates(question, sources)

@@ -40,8 +40,9 @@ class Standalone:
     model_failure: str | None = None
     # The papers in focus it is answered from (rag/question/focus.py); empty when it searches anew.
     focus: tuple[str, ...] = ()
-    # The last answer, for a follow-up that leans on it (held to its papers or rewritten with it): what
-    # was said already, which the follow-up's evidence does not quote again while another sentence answers.
+    # The conversation's answers, for a follow-up that leans on them (held to their papers or rewritten with
+    # them): what was said already, which the follow-up's evidence does not quote again while another sentence
+    # answers (a third turn repeated the first answer's sentences when this held the last answer alone).
     said: str = ""
     # It leans on the turn before, which was refused, and names nothing of its own ("What data do they use?"):
     # there is nothing it can be answered from (rag/answering/refusal.py refuses it).
@@ -97,7 +98,7 @@ def checked_standalone(
             )
     standalone = (focused() if history else None) or standalone_question(question, history, rewriter)
     if history and (standalone.focus or standalone.question != question):
-        standalone = replace(standalone, said=history[-1][1])
+        standalone = replace(standalone, said=" ".join(answer for _, answer in history))
     if standalone.question == question:
         return standalone
     return replace(standalone, question=clean(standalone.question, "the follow-up rewritten with the conversation"))

@@ -92,7 +92,7 @@ class Question:
 
     @property
     def said(self) -> str:
-        """What the conversation's last answer said, for a follow-up."""
+        """What the conversation's answers said, for a follow-up."""
         return self.standalone.said
 
     def stamped(self, answer: Answer, config: str) -> Answer:

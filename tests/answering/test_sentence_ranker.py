@@ -57,6 +57,21 @@ def test_a_sentence_the_ranker_is_sure_of_joins_and_the_paper_s_sentences_read_i
     assert text.index("predict a springboard") < text.index("Subsequently, it employs this")  # the abstract's order
 
 
+def test_a_third_turn_does_not_quote_again_what_the_first_answer_said(fora_index, embeddings):
+    """Only the last answer was held as said: the third turn quoted the first answer's PFDiff sentences again."""
+    service = RagService(settings_for(fora_index), embeddings=embeddings)
+    history: list[tuple[str, str]] = []
+    for question in (
+        "How does PFDiff let fast ODE solvers run with fewer function evaluations without any training?",
+        "What does it use from future steps?",
+        "Which models was it tested on?",
+    ):
+        history.append((question, service.answer(question, history=list(history)).text))
+    first, third = (set(text.split(" [1]. ")[1:]) for text in (history[0][1], history[2][1]))
+    assert len(first) >= 2 and "PFDiff" in history[2][1]
+    assert not first & third, "the third answer repeats the first"
+
+
 def test_a_sentence_s_features_read_its_neighbours_in_the_abstract_s_order():
     config = AnswerConfig()
     own = [
