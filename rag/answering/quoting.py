@@ -60,14 +60,11 @@ def with_sentence_before(question: Question, evidence: list[Evidence], sources: 
     evidence = in_reading_order(evidence, sources)
     held = {(item.number, item.sentence) for item in evidence}
     for place, item in enumerate(evidence):
-        sentences = source_sentences(sources[item.number - 1])
-        at = sentences.index(item.sentence) if item.sentence in sentences else 0
-        if not at or (item.number, sentences[at - 1]) in held or not POINTS_BACK.match(tidy(item.sentence)):
-            continue
-        if POINTS_BACK.match(tidy(sentences[at - 1])):  # "These systems …" before "This is …": no better alone
+        before = pointed_at(item, sources)
+        if not before or (item.number, before) in held:
             continue
         if not mentions(item.sentence, paper_name(sources[item.number - 1])):
-            return [*evidence[:place], replace(item, before=sentences[at - 1]), *evidence[place + 1 :]]
+            return [*evidence[:place], replace(item, before=before), *evidence[place + 1 :]]
     return evidence
 
 
@@ -77,20 +74,27 @@ def in_reading_order(evidence: list[Evidence], sources: list[Source]) -> list[Ev
     guarantees our effectiveness" led, and "We mathematically prove that CMI …" came third). The lead stays the
     lead. Not when that one points back too."""
     for place, item in enumerate(evidence):
-        sentences = source_sentences(sources[item.number - 1])
-        at = sentences.index(item.sentence) if item.sentence in sentences else 0
-        if not at or not POINTS_BACK.match(tidy(item.sentence)) or POINTS_BACK.match(tidy(sentences[at - 1])):
-            continue
-        before = (item.number, sentences[at - 1])
-        quoted = next((i for i, e in enumerate(evidence) if (e.number, e.sentence) == before), None)
-        if quoted is None or quoted == place - 1:
+        before = pointed_at(item, sources)
+        quoted = next((i for i, e in enumerate(evidence) if (e.number, e.sentence) == (item.number, before)), None)
+        if not before or quoted is None or quoted == place - 1:
             continue
         if quoted > place:
             rest = [e for i, e in enumerate(evidence) if i != quoted]
-            return in_reading_order([*rest[:place], replace(item, before=before[1]), *rest[place + 1 :]], sources)
+            return in_reading_order([*rest[:place], replace(item, before=before), *rest[place + 1 :]], sources)
         rest = [e for i, e in enumerate(evidence) if i != place]
         return in_reading_order([*rest[: quoted + 1], item, *rest[quoted + 1 :]], sources)
     return evidence
+
+
+def pointed_at(item: Evidence, sources: list[Source]) -> str:
+    """The sentence before the evidence sentence in its abstract, when the sentence points back at it
+    (`POINTS_BACK`: "It leverages …") and that one doesn't point back too ("These systems …" before "This is
+    …": no better alone); "" otherwise."""
+    sentences = source_sentences(sources[item.number - 1])
+    at = sentences.index(item.sentence) if item.sentence in sentences else 0
+    if not at or not POINTS_BACK.match(tidy(item.sentence)) or POINTS_BACK.match(tidy(sentences[at - 1])):
+        return ""
+    return sentences[at - 1]
 
 
 def with_earlier_steps(evidence: list[Evidence], sources: list[Source], most: int) -> list[Evidence]:
