@@ -67,7 +67,13 @@ def left_out(
             if lacking:
                 holders = (e for e in (item, *evidence) if all(token in e.sentence.lower() for token in lacking))
                 missed.append(next(holders, item))
-    return [item for item in dict.fromkeys(missed or evidence) if not repeats(item.sentence, said)]
+    return not_said(list(dict.fromkeys(missed or evidence)), checks)
+
+
+def not_said(evidence: list[Evidence], checks: list[SentenceCheck]) -> list[Evidence]:
+    """The evidence sentences the checked sentences don't say already (quoting one again would repeat it)."""
+    said = " ".join(check.text for check in checks)
+    return [item for item in evidence if not repeats(item.sentence, said)]
 
 
 def asked_numbers(question: str, sentences: list[str]) -> list[str]:

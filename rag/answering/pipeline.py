@@ -2,16 +2,17 @@
 
 the question as read (rag/question/question.py: a follow-up made self-contained, its asks) and its sources (the
 caller's retrieval) -> refusal, or evidence sentences -> the extractive answer, or the model's words checked
-sentence by sentence against the sources as they stream (unsupported sentences never shown; the
-evidence sentences they don't say follow when the key facts are lost, the extractive answer when the model fails and
-`llm.fallback` allows it). What streams is the answer: nothing is swapped afterwards.
+sentence by sentence against the sources as they stream (unsupported sentences never shown; one that says nothing
+beyond the evidence shown as those sentences, quoted; the evidence sentences they don't say follow when the key
+facts are lost or no sentence is the model's own, the extractive answer when the model fails and `llm.fallback`
+allows it). What streams is the answer: nothing is swapped afterwards.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from rag.answering.acceptance import Shortfall, key_tokens, left_out, news, shortfall
+from rag.answering.acceptance import Shortfall, key_tokens, left_out, news, not_said, shortfall
 from rag.answering.citations import CitationChecker, kept_text
 from rag.answering.evidence import Evidence, EvidencePicker
 from rag.answering.providers import ExtractiveProvider, Provider
@@ -62,7 +63,7 @@ class AnswerPipeline:
             return
         extractive = extractive_answer(asked, evidence, sources)
         shown: list[SentenceCheck] = []  # what the stream has shown: the final answer's sentences
-        model_sentences = 0
+        sentences = SentenceStream(self.checker, sources, evidence, asked)
         try:
             if question.standalone.model_failure:  # it just failed on the rewrite: don't wait for it a second time
                 raise ModelError(question.standalone.model_failure)
@@ -73,44 +74,46 @@ class AnswerPipeline:
                 yield from self.shown(quoted_checks(self.checker, extractive, sources, shown), shown)
                 yield self.final(question, shown, sources, answered_by="extractive")
                 return
-            sentences = SentenceStream(self.checker, sources, evidence, asked)
             for piece in provider.stream(asked, evidence_sources(evidence, sources)):
                 yield from self.shown(sentences.feed(piece), shown)
             yield from self.shown(sentences.finish(), shown)
-            model_sentences = len(shown)
         except ModelError as err:
             if not self.config.llm.falls_back:
                 raise
             # What the model wrote before it failed was checked and stays; the quoted answer follows.
-            model_sentences = len(shown)
             quoted = extractive_answer(asked, evidence, sources, kept_text(shown)) if shown else extractive
             yield from self.shown(quoted_checks(self.checker, quoted, sources, shown), shown)
-            by = "model" if model_sentences else "extractive"
+            by = "model" if sentences.own else "extractive"
             yield self.final(question, shown, sources, answered_by=by, fallback=str(err))
             return
         # The model is judged on its own words: a name shown before them says which paper, not what it says.
-        lacking, unsaid = self.lacking(question, evidence, sources, sentences.written)
-        if lacking:  # the evidence sentences the shown ones don't say follow them (when none was shown, all of it)
+        lacking, unsaid = self.lacking(question, evidence, sources, sentences)
+        if unsaid:  # the evidence sentences the shown ones don't say follow them (when none was shown, all of it)
             added = extractive_answer(asked, unsaid, sources, kept_text(shown))
             yield from self.shown(quoted_checks(self.checker, added, sources, shown), shown)
         yield self.final(
             question,
             shown,
             sources,
-            answered_by="model" if model_sentences else "extractive",
+            answered_by="model" if sentences.own else "extractive",  # quotes alone: the abstracts' words
             replaced=lacking.reason if lacking else None,
             shortfall=lacking.words if lacking else None,
         )
 
     def lacking(
-        self, question: Question, evidence: list[Evidence], sources: list[Source], shown: list[SentenceCheck]
+        self, question: Question, evidence: list[Evidence], sources: list[Source], sentences: SentenceStream
     ) -> tuple[Shortfall | None, list[Evidence]]:
-        """What the model's shown sentences lack (acceptance.py), and the evidence sentences they don't
-        say, which then follow them. They lack nothing when they say every evidence sentence (the
-        paper's name aside: their [n] gives it); quoting one again would repeat it."""
+        """What the model's shown sentences lack (acceptance.py), and the evidence sentences to follow them: when
+        they lack something, those they don't say; when none is in the model's words (quotes alone, `_as_quoted`),
+        every evidence sentence they don't quote, as the extractive answer has it. They lack nothing when they say
+        every evidence sentence (the paper's name aside: their [n] gives it); quoting one again would repeat it."""
+        shown = sentences.written
         key, told = key_tokens(question, evidence, sources), news(question, evidence)
         lacking = shortfall(shown, key, told, self.config.answer.keep_news)
-        unsaid = left_out(question, evidence, sources, shown)
+        if not sentences.own:
+            unsaid = not_said(evidence, shown)
+        else:
+            unsaid = left_out(question, evidence, sources, shown) if lacking else []
         return (lacking if unsaid else None), unsaid
 
     @staticmethod

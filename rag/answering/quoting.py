@@ -131,12 +131,17 @@ def extractive_answer(question: str, evidence: list[Evidence], sources: list[Sou
     named: set[int] = set()
     parts = []
     for item in evidence:
-        said = [tidy(item.before), plain_text(item.sentence)] if item.before else [tidy(item.sentence)]
+        said = quoted(item)
         if item.number not in named:
             said[0] = with_name(said[0], sources[item.number - 1], f"{question} {shown} {' '.join(said)}")
         named.add(item.number)
         parts += [attach_marker(sentence, [item.number]) for sentence in said]
     return " ".join(parts)
+
+
+def quoted(item: Evidence) -> list[str]:
+    """The evidence sentence as an answer quotes it, tidied, after the sentence it points back at when it does."""
+    return [tidy(item.before), plain_text(item.sentence)] if item.before else [tidy(item.sentence)]
 
 
 def with_name(sentence: str, source: Source, context: str) -> str:
