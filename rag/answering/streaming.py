@@ -6,7 +6,8 @@ it cites (`CitationChecker.check_sentences`), its markers already referring to t
 (`renumbered`). A supported sentence is shown, or in its place the evidence sentences it says nothing
 beyond (the abstract's own words: a small model cuts facts away as it shortens); any other is not, anywhere.
 What was shown is the final answer: the pipeline builds the `Answer` from the shown sentences, and adds
-(never swaps in) the evidence sentences the model's ones don't say when they leave out what the best one says.
+(never swaps in) the evidence sentences the model's ones don't say when they leave out what the best one says
+or none of them is in the model's words.
 The tidying the checker does on a whole text is done here as the sentences come: a sentence said
 twice is checked once, and an unfinished last sentence is dropped when complete ones came before.
 """
@@ -89,10 +90,10 @@ class SentenceStream:
             return [check]
         fresh = [(item, quote) for item in items for quote in quoted(item) if sentence_key(quote) not in self.quoted]
         self.quoted.update(sentence_key(quote) for _, quote in fresh)
+        if not fresh:
+            return []
         quotes = [attach_marker(quote, [item.number]) for item, quote in fresh]
-        return (
-            [quote for quote in self.checker.check_sentences(quotes, self.sources) if quote.supported] if quotes else []
-        )
+        return [quote for quote in self.checker.check_sentences(quotes, self.sources) if quote.supported]
 
     def _named(self, check: SentenceCheck) -> SentenceCheck:
         """The supported sentence as shown: after its paper's name when it is the first to cite that paper alone
