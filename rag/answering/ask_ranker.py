@@ -5,18 +5,19 @@ to the whole question, the share of the ask's and the question's telling words i
 holds the kind of answer the ask wants (asks.py), and whether it is background, a code link, or the
 sentence that introduces the paper. Its weights are a small JSON file shipped in the package
 (`ask_ranker.json`), read once per picker: the question path imports nothing to use them (the score is a
-dot product), and scikit-learn is needed only to train them again:
+logistic of a dot product), and scikit-learn is needed only to train them again:
 
-    python benchmarks/ask_ranker.py --index /tmp/asks-idx \
-        tests/eval/seed_questions.jsonl tests/eval/asks_questions.jsonl
+    python benchmarks/ask_ranker.py --index /tmp/fullidx tests/eval/seed_questions.jsonl \
+        tests/eval/asks_questions.jsonl tests/eval/blind_questions.jsonl
 
 which labels every candidate sentence of the best paper for each ask of the dev questions (positive when
-it holds one of the ask's facts), reports cross-validated top-1 against the hand weights, and writes the file.
+it holds one of the ask's facts), reports each group held out against the hand weights, and writes the file.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -54,13 +55,16 @@ def ask_features(candidate: SentenceCandidate, cosine: float, words: float, hold
 
 @dataclass(frozen=True)
 class AskRanker:
-    """The learned weights: a sentence's score for an ask is their dot product with its features."""
+    """The learned weights: a sentence's score for an ask is the probability that it holds what the ask wants,
+    the logistic of their dot product with its features. A probability, so that `answer.evidence_margin` (how
+    close an ask's runner-up must come) means on it what it means on the hand score, whose values span a
+    similar range; on the raw dot product, about three times as spread, fewer runners-up joined."""
 
     weights: tuple[float, ...]
     bias: float
 
     def score(self, features: list[float]) -> float:
-        return self.bias + sum(weight * value for weight, value in zip(self.weights, features))
+        return 1 / (1 + math.exp(-self.bias - sum(weight * value for weight, value in zip(self.weights, features))))
 
     @classmethod
     def load(cls, path: Path = RANKER_FILE) -> AskRanker:

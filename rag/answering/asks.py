@@ -1,8 +1,9 @@
 """The sentence that answers an ask: what kind of answer a sentence holds, scored for each ask of a question.
 
 A question is split into its asks where it is read (rag/question/asks.py); each ask gets the sentence of
-the cited paper that answers it best (`EvidencePicker.for_each_ask`): scored by `hand_ask_score` (or the
-learned ranker, ask_ranker.py), a different sentence for each ask (`best_assignment`).
+the cited paper that answers it best (`EvidencePicker.for_each_ask`): scored by the learned ranker
+(ask_ranker.py; `hand_ask_score` under `answer.ask_scorer: weights`), a different sentence for each ask
+(`best_assignment`).
 """
 
 from __future__ import annotations

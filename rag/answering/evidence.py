@@ -14,8 +14,8 @@ is scored for this question:
 
 The best sentence leads; a second or third joins only when it scores close to the first. A question
 of two or more asks ("which dataset …, and how large is it?", asks.py) gets one sentence of the best
-sentence's paper per ask instead, in the order asked: each scored against its ask's words and the kind
-of answer it wants (`EvidencePicker.ask_score`), a different sentence for each (asks.best_assignment). Both the
+sentence's paper per ask instead, in the order asked: each scored for its ask by a ranker learned from the dev
+questions' asks (`EvidencePicker.ask_score`), a different sentence for each (asks.best_assignment). Both the
 extractive answer and the model's prompt are built from these sentences, and the key tokens of the
 best one (its numbers and names that the question asks about) are what a model answer must keep
 (acceptance.py). A paper's name comes from rag/text/naming.py; the words compared, from
@@ -88,7 +88,9 @@ class EvidencePicker:
                 return []
             name = paper_name(sources[scored[0].number - 1])
             named = name if question.focus or mentions(question.text, name) else ""
-            each = self.for_each_ask(list(question.asks), scored[0].number, candidates, named)
+            own = [c for c in candidates if c.number == scored[0].number]
+            linkless = [c for c in own if question.code_asked or not WEB_ADDRESS.search(c.sentence)]  # as for one ask
+            each = self.for_each_ask(list(question.asks), linkless or own, named)
             return with_sentence_before(question, each, sources)
         chosen = self.learned_choice(question, self.chosen(question, scored, sources), candidates)
         if question.wants.expands:  # "what does CLuST stand for?"
@@ -146,14 +148,12 @@ class EvidencePicker:
             return chosen
         return [*chosen[: self.answer.evidence_sentences - 1], ways[0]]
 
-    def for_each_ask(
-        self, asks: list[Ask], number: int, candidates: list[SentenceCandidate], named: str = ""
-    ) -> list[Evidence]:
-        """For each ask, in the order asked, a sentence of paper `number` (the best sentence's): the
-        sentences, one per ask and each a different one, whose ask scores add up highest. While the answer
-        has room (`answer.evidence_sentences`), a further sentence that scores within `answer.evidence_margin`
-        of an ask's own follows it: the runner-up, where the best one often misses the asked detail."""
-        own = [c for c in candidates if c.number == number]
+    def for_each_ask(self, asks: list[Ask], own: list[SentenceCandidate], named: str = "") -> list[Evidence]:
+        """For each ask, in the order asked, a sentence of `own` (the best sentence's paper's, no code link unless
+        asked): the sentences, one per ask and each a different one, whose ask scores add up highest. While the
+        answer has room (`answer.evidence_sentences`), a further sentence that scores within
+        `answer.evidence_margin` of an ask's own follows it: the runner-up, where the best one often misses the
+        asked detail."""
         scores = self.ask_scores(asks, own, named)
         choice = best_assignment(scores)
         picked, taken = list(enumerate(choice)), set(choice)
@@ -168,7 +168,7 @@ class EvidencePicker:
                 picked.append((a, i))
                 taken.add(i)
         picked.sort(key=lambda pair: (pair[0], pair[1] != choice[pair[0]]))  # by ask; its own sentence first
-        return [Evidence(number, own[i].sentence, round(scores[a][i], 4)) for a, i in picked]
+        return [Evidence(own[i].number, own[i].sentence, round(scores[a][i], 4)) for a, i in picked]
 
     def ask_scores(self, asks: list[Ask], own: list[SentenceCandidate], named: str = "") -> list[list[float]]:
         """For each ask, how well each of the paper's sentences answers it (`ask_score`)."""
@@ -198,8 +198,8 @@ class EvidencePicker:
         return tables
 
     def ask_score(self, features: list[float]) -> float:
-        """How well a sentence answers an ask: by the hand weights (`hand_ask_score`), or under
-        `answer.ask_scorer: learned` the learned ranker's score (ask_ranker.py)."""
+        """How well a sentence answers an ask: the learned ranker's probability (ask_ranker.py), or under
+        `answer.ask_scorer: weights` the hand weights' score (`hand_ask_score`)."""
         if self.answer.ask_scorer == "weights":
             return hand_ask_score(features, self.answer)
         if self._ranker is None:

@@ -156,10 +156,10 @@ class AnswerConfig(Section):
         "answer one ask wants (a number, a dataset, a mechanism, a comparison).",
     )
     ask_scorer: Literal["learned", "weights"] = Field(
-        "weights",
-        description="How a sentence is scored for one ask: the hand weights above, or the learned ranker shipped "
-        "in rag/answering/ask_ranker.json (retrained by benchmarks/ask_ranker.py; as good on the dev splits, "
-        "docs/answers.md).",
+        "learned",
+        description="How a sentence is scored for one ask of a question of two or more: by the learned ranker "
+        "shipped in rag/answering/ask_ranker.json (retrained by benchmarks/ask_ranker.py; better on the blind dev "
+        "writers held out, docs/answers.md), or by the hand weights above.",
     )
     sentence_choice: Literal["learned", "weights"] = Field(
         "learned",
