@@ -89,7 +89,7 @@ class EvidencePicker:
             name = paper_name(sources[scored[0].number - 1])
             named = name if question.focus or mentions(question.text, name) else ""
             own = [c for c in candidates if c.number == scored[0].number]
-            linkless = [c for c in own if question.code_asked or not WEB_ADDRESS.search(c.sentence)]  # as for one ask
+            linkless = [c for c in own if not unasked_link(question, c.sentence)]  # as for one ask
             each = self.for_each_ask(list(question.asks), linkless or own, named)
             return with_sentence_before(question, each, sources)
         chosen = self.learned_choice(question, self.chosen(question, scored, sources), candidates)
@@ -149,11 +149,10 @@ class EvidencePicker:
         return [*chosen[: self.answer.evidence_sentences - 1], ways[0]]
 
     def for_each_ask(self, asks: list[Ask], own: list[SentenceCandidate], named: str = "") -> list[Evidence]:
-        """For each ask, in the order asked, a sentence of `own` (the best sentence's paper's, no code link unless
-        asked): the sentences, one per ask and each a different one, whose ask scores add up highest. While the
-        answer has room (`answer.evidence_sentences`), a further sentence that scores within
-        `answer.evidence_margin` of an ask's own follows it: the runner-up, where the best one often misses the
-        asked detail."""
+        """For each ask, in the order asked, a sentence of `own` (the best sentence's paper's): the sentences, one per
+        ask and each a different one, whose ask scores add up highest. While the answer has room
+        (`answer.evidence_sentences`), a further one within `answer.evidence_margin` of an ask's own follows it: the
+        runner-up, where the best one often misses the asked detail."""
         scores = self.ask_scores(asks, own, named)
         choice = best_assignment(scores)
         picked, taken = list(enumerate(choice)), set(choice)
@@ -208,8 +207,7 @@ class EvidencePicker:
 
     def chosen(self, question: Question, scored: list[Evidence], sources: list[Source]) -> list[Evidence]:
         """The sentences `pick` keeps of those scored, best first; none close to the best that was `said` already."""
-        if not question.code_asked:  # "The code is available at https://…" answers only a question about code
-            scored = [e for e in scored if not WEB_ADDRESS.search(e.sentence)] or scored
+        scored = [e for e in scored if not unasked_link(question, e.sentence)] or scored
         if not scored or scored[0].score < self.answer.min_sentence_score:
             return []
         numbers_only = question.opens_with_amount
@@ -348,12 +346,14 @@ class SentenceCandidate:
         )
 
 
+def unasked_link(question: Question, sentence: str) -> bool:
+    """A web address the question doesn't ask for: "The code is available at https://…" answers only about code."""
+    return not question.code_asked and bool(WEB_ADDRESS.search(sentence))
+
+
 def may_quote(question: Question, sentence: str) -> bool:
-    """Whether a sentence may join an answer (`EvidencePicker.chosen`'s rules): no web address unless the code is
-    asked for, a number for "how many …?"."""
-    if WEB_ADDRESS.search(sentence) and not question.code_asked:
-        return False
-    return not (question.opens_with_amount and not NUMBER.search(sentence))
+    """Whether a sentence may join an answer (`chosen`'s rules): no unasked link, a number for "how many"."""
+    return not unasked_link(question, sentence) and not (question.opens_with_amount and not NUMBER.search(sentence))
 
 
 def ranked(candidates: list[SentenceCandidate], config: AnswerConfig) -> list[Evidence]:
