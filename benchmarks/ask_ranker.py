@@ -34,10 +34,10 @@ from rag.answering.asks import hand_ask_score
 from rag.answering.evidence import ranked
 from rag.core.config import with_overrides
 from rag.core.filters import Filters
-from rag.evaluation.questions import Question, question_of
+from rag.evaluation.questions import Question, ServiceSystem, evaluate, question_of
 from rag.question.question import lookup
 from rag.service import RagService
-from rag.text.facts import contains_fact, missing_facts
+from rag.text.facts import contains_fact
 from rag.text.naming import mentions, paper_name
 
 Asks = list[tuple[list[list[float]], list[bool]]]  # for each ask: its sentences' features and which hold a fact
@@ -84,14 +84,11 @@ def top_hits(rows: Asks, score) -> float:
 
 
 def answered(service: RagService, questions: list[Question]) -> tuple[float, float, int]:
-    """Fact recall, every ask answered (as `rag eval` counts them) and the median answer length."""
-    facts, asks, lengths = [], [], []
-    for question in questions:
-        answer = service.answer(question.question)
-        facts.append(not answer.refused and not missing_facts(answer.text, question.facts))
-        asks.append(not answer.refused and all(not missing_facts(answer.text, group) for group in question.asks))
-        lengths.append(len(answer.text))
-    return float(np.mean(facts)), float(np.mean(asks)), int(np.median(lengths))
+    """Fact recall and every ask answered, as `rag eval --answers` counts them, and the median answer length."""
+    report = evaluate(ServiceSystem(service, answers=True), questions, service.config.retrieval.k)
+    figures = report.metrics()
+    length = int(np.median([len(row.text or "") for row in report.rows]))
+    return float(figures["fact_recall"] or 0), float(figures["every_ask_answered"] or 0), length
 
 
 def main() -> None:
