@@ -22,7 +22,7 @@ from rag.core.types import Answer, Kind
 from rag.question.question import Question
 from rag.question.understand import TOPICAL
 
-Answerer = Callable[[Question, Tools], Answer]
+Answerer = Callable[[Question, Tools], Answer | None]  # None: a look-up after all
 
 
 def counts_answer(question: Question, tools: Tools) -> Answer:
@@ -52,5 +52,5 @@ def kind_answer(question: Question, tools: Tools) -> Answer | None:
         return named_answer(question, tools)
     if question.kind in TOPICAL and question.understood.topic is None:
         return None  # "which should I read first?" with no papers in focus and no topic: a look-up
-    answerer = ANSWERERS.get(question.kind)
-    return None if answerer is None else question.stamped(answerer(question, tools), tools.settings.name)
+    answer = answerer(question, tools) if (answerer := ANSWERERS.get(question.kind)) else None
+    return None if answer is None else question.stamped(answer, tools.settings.name)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from rag.answering.background import is_background
 from rag.answering.overview import overview_answer
 from rag.answering.refusal import evidence_score, refusal_reason
+from rag.answering.themes import MIN_PAPERS
 from rag.core.config import Settings
 from rag.core.errors import InputError
 from rag.core.filters import Filters
@@ -38,16 +39,19 @@ if TYPE_CHECKING:
     from rag.question.question import Question
 
 
-def list_kind_answer(question: Question, tools: Tools) -> Answer:
+def list_kind_answer(question: Question, tools: Tools) -> Answer | None:
     """The answer to a list, count or overview question: the topic's papers searched, those on it kept. An
     overview groups them with the sentence embeddings, and asks the model for a sentence per theme when
-    `llm.theme_sentences` is on (rag/answering/overview.py)."""
+    `llm.theme_sentences` is on (rag/answering/overview.py). An overview asks one thing of a field: a question of
+    two asks whose topic holds too few papers for themes is a look-up (None), a sentence of its paper per ask."""
     settings, asked = tools.settings, question.understood
     assert asked.topic is not None, "a list, count or overview question has a topic (rag/question/understand.py)"
     rankings = topic_rankings(asked.topic, question.filters, tools.search, settings)
     listed = list_answer(asked.topic, asked.kind, question.filters, rankings, settings, question.asked)
     if asked.kind != Kind.OVERVIEW:
         return listed
+    if len(question.asks) > 1 and 0 < len(listed.sources) < MIN_PAPERS and not listed.refused:
+        return None
     writer = tools.pipeline if settings.llm.theme_sentences else None
     return overview_answer(listed, asked.topic, tools.sentence_embeddings, writer)
 

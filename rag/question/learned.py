@@ -1,11 +1,13 @@
 """The question read by models learned from how researchers ask (issue 41), not by a pattern per phrasing.
 
-Three small linear models, trained by benchmarks/train_reader.py on tests/eval/phrasing_train.jsonl, the dev
-split of tests/eval/phrasing_questions.jsonl and the dev splits of the other question sets, and shipped in
-the package (`reader.npz`, read once; numpy only, no scikit-learn or torch on the question path):
+Three small linear models, trained by benchmarks/train_reader.py on tests/eval/phrasing_train.jsonl, the kinds
+of tests/eval/phrasing_round5.jsonl, the dev split of tests/eval/phrasing_questions.jsonl and the dev splits of
+the other question sets, and shipped in the package (`reader.npz`, read once; numpy only, no scikit-learn or
+torch on the question path):
 
 - **the kind**: a logistic regression over the question's word and word-pair weights (tf-idf), the bundled
-  MiniLM's embedding of it, and the kind the rules read (understand.py), which it learns when to trust;
+  MiniLM's embedding of it, the kind the rules read (understand.py), which it learns when to trust, and how
+  many names of papers it gives (`name_features`);
 - **the field a tally groups by** (primary area, status, author, or none), and **what a count measures** (a
   count, a ranking, or a share: "what fraction of …", "acceptance rate per area"), over the same features;
 - **the spans**: a logistic regression per word over the word, its shape and its neighbours, which tags
@@ -32,6 +34,8 @@ from rag.core.types import Kind
 READER_FILE = Path(__file__).with_name("reader.npz")
 TERM = re.compile(r"(?u)\b\w\w+\b")  # scikit-learn's default token pattern: what the tf-idf was fitted with
 WORD = re.compile(r"\w[\w'’.+-]*\w|\w|[^\w\s]")  # the words and marks the tagger tags
+NAME_WORD = re.compile(r"\w[\w'’.+-]*\w|\w")  # its words alone
+QUOTED = re.compile(r"['\"‘“][^'\"’”]{8,}['\"’”]")  # a quoted title
 TEXT_WEIGHT, RULES_WEIGHT = 2.0, 0.5  # the weights of the tf-idf and of the rules' kind beside the embedding
 KINDS = tuple(Kind)
 SPANS = ("topic", "anchor", "other")
@@ -47,6 +51,21 @@ def terms(question: str) -> list[str]:
 def rules_features(ruled: Kind) -> np.ndarray:
     """The rules' kind, one-hot in the order of `KINDS`."""
     return np.array([float(kind == ruled) for kind in KINDS]) * RULES_WEIGHT
+
+
+def name_features(question: str) -> np.ndarray:
+    """How many names of papers or methods the question gives, judged by their shape (`_named`) and quoted
+    titles: one name is asked about, two are compared."""
+    shaped = sum(_named(word) for word in NAME_WORD.findall(question))
+    quoted = len(QUOTED.findall(question))
+    found = [shaped == 0, shaped == 1, shaped >= 2, quoted >= 1, quoted >= 2, shaped + quoted >= 2]
+    return np.array(found, dtype=float)
+
+
+def _named(word: str) -> bool:
+    """A capital or a digit inside a word of letters: "AlphaEdit", "MEMIT", "LLM-SR", "Qwen2"."""
+    has_digit = any(c.isdigit() for c in word)
+    return any(c.isupper() for c in word[1:]) or (has_digit and any(c.isalpha() for c in word))
 
 
 def words(question: str) -> list[re.Match]:
@@ -138,8 +157,10 @@ class Reader:
         return vector / norm * TEXT_WEIGHT if norm else vector
 
     def features(self, question: str, ruled: Kind, embedding: np.ndarray) -> np.ndarray:
-        """What the question-level heads read: the embedding, the weighted tf-idf, the rules' kind (`ruled`)."""
-        return np.concatenate([np.asarray(embedding, dtype=float), self.text_features(question), rules_features(ruled)])
+        """What the question-level heads read: the embedding, the weighted tf-idf, the rules' kind (`ruled`), the
+        names it gives."""
+        embedded = np.asarray(embedding, dtype=float)
+        return np.concatenate([embedded, self.text_features(question), rules_features(ruled), name_features(question)])
 
     def kind(self, features: np.ndarray) -> Kind:
         """The likeliest kind of the question whose `features` these are."""

@@ -84,6 +84,19 @@ def test_a_topic_with_too_few_papers_says_so_in_one_line_and_lists_them(moe):
     assert len(lines) == len(answer.listed)
 
 
+def test_a_second_ask_on_a_topic_too_small_for_themes_is_answered_from_its_paper(seeded):
+    """An overview asks one thing of a field. Asked with a second ask of a topic too small for themes, it listed
+    the paper with one line and lost the second ask ("… and what do the ablation studies examine?" lost
+    "clustering configurations"); now the paper's sentences answer each ask, as for any two-part look-up."""
+    question = "Summarize the work on Hanabi agents, and how many players can they handle?"
+    assert seeded.understand(question).kind == "overview"
+    answer = seeded.answer(question)
+    assert answer.kind == "lookup" and answer.sources[0].title == "A Generalist Hanabi Agent"
+    assert "2-to-5 player" in answer.text
+    listed = seeded.answer("Summarize the work on Hanabi agents")  # one ask: the list of one paper, as before
+    assert listed.kind == "overview" and "too few to group into themes" in listed.text
+
+
 def test_a_topic_no_paper_is_about_is_refused_as_a_list_would_be(moe):
     answer = moe.answer("What are the main approaches to knitting patterns for garments?")
     assert answer.kind == "overview" and answer.refused and answer.themes == []

@@ -13,7 +13,7 @@ from conftest import fresh_python, settings_for
 
 from rag.core.markup import plain_text
 from rag.core.types import Kind
-from rag.question.learned import READER_FILE, Reader
+from rag.question.learned import READER_FILE, Reader, name_features
 from rag.question.understand import understand
 from rag.service import RagService
 
@@ -29,6 +29,22 @@ def test_the_shipped_reader_is_small_and_knows_every_kind():
     reader = Reader.load()
     assert set(reader.groups.labels) == {"", "primary_area", "status", "authors"}
     assert set(reader.tags.labels) == {"O", "T", "A", "B"}
+
+
+@pytest.mark.parametrize(
+    ("question", "names"),
+    [
+        ("papers on diffusion models for protein design", 0),
+        ("what does RxnFlow use as building blocks?", 1),
+        ("Is SWIFT faster than PEARL on Qwen2?", 3),
+        ("how does 'Scaling LLM Test-Time Compute Optimally' differ from SANA", 2),
+    ],
+)
+def test_the_names_a_question_gives_are_counted_by_their_shape(question, names):
+    none, one, several, quoted, two_quoted, two = name_features(question)
+    assert (none, one, several) == (names == 0, names == 1, names >= 2)
+    assert quoted == ("'" in question) and not two_quoted
+    assert two == (names >= 2)
 
 
 def read(question: str, embeddings):
