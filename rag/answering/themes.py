@@ -100,9 +100,20 @@ def find_themes(papers: list[Source], topic: str, embeddings: Embeddings, evalua
     for group, words in zip(groups, named):
         centre = _unit(papers_vectors[group].mean(axis=0))
         members = sorted(map(int, group), key=lambda i: -float(papers_vectors[i] @ centre))
-        quotes = tuple((i, _nearest(sentences[i], by_paper[i] @ centre)) for i in members[:QUOTES_PER_THEME])
+        quotes = tuple((i, _quote(papers[i], sentences[i], by_paper[i] @ centre)) for i in members[:QUOTES_PER_THEME])
         found.append(Group(tuple(members), tuple(words), quotes))
     return found
+
+
+def _quote(paper: Source, sentences: list[str], closeness: np.ndarray) -> str:
+    """The paper's quote: of its doing sentences, the one `_nearest` the theme's centre; but when none of them
+    says what the paper does and its opening sentence does, that one, short enough. An opening sentence counts
+    as background, so "We introduce LogQuant, a … 2-bit quantization technique for KV Cache …" gave way to
+    "Both approaches, however, can result in performance bottlenecks or frequent mispredictions."."""
+    opening = source_sentences(paper)[:1]
+    if not any(map(says_what_it_does, sentences)) and opening and says_what_it_does(opening[0]):
+        return opening[0] if len(opening[0]) <= LONGEST_QUOTE else _nearest(sentences, closeness)
+    return _nearest(sentences, closeness)
 
 
 def _nearest(sentences: list[str], closeness: np.ndarray) -> str:

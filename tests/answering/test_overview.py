@@ -12,8 +12,9 @@ import re
 import pytest
 from conftest import settings_for
 
-from rag.answering.themes import MIN_PAPERS, OTHERS, distinctive_words, silhouette
+from rag.answering.themes import MIN_PAPERS, OTHERS, distinctive_words, find_themes, silhouette
 from rag.core.markup import plain_text
+from rag.core.types import Source
 from rag.service import RagService
 
 OVERVIEW = "What are the main approaches to mixture-of-experts?"
@@ -73,6 +74,28 @@ def test_a_quote_says_what_its_paper_does_when_the_paper_says_it_in_a_whole_sent
             assert quote.sentence in whole, (quote.sentence, whole)
             saying += 1
     assert saying >= len(quotes) // 2  # the case is met, not vacuous
+
+
+def test_a_paper_that_says_what_it_does_only_in_its_opening_sentence_is_quoted_by_it(embeddings):
+    """An opening sentence counts as background, so LogQuant's "We introduce LogQuant, …" gave way to the
+    filler after it ("Both approaches, however, …", the KV cache compression overview)."""
+    logquant = Source.from_text(
+        "q",
+        "LogQuant: 2-Bit Quantization of KV Cache",
+        "We introduce LogQuant, a 2-bit quantization technique for the KV cache of language models. Previous "
+        "methods assume that later tokens matter more. Both approaches, however, can result in performance "
+        "bottlenecks. LogQuant takes a different approach.",
+        0.9,
+    )
+    others = [
+        Source.from_text(f"p{n}", f"KV cache method {n}", f"KV caches are large. We propose {name}, which quantizes "
+                         f"the KV cache to {n + 2} bits. It saves memory at inference.", 0.9)
+        for n, name in enumerate(["KVQuant", "QJL"])
+    ]  # fmt: skip
+    quoted = {paper: sentence for group in find_themes([logquant, *others], "KV cache", embeddings)
+              for paper, sentence in group.quotes}  # fmt: skip
+    assert quoted[0].startswith("We introduce LogQuant")
+    assert quoted[1].startswith("We propose KVQuant")  # a paper that says it past its opening: as before
 
 
 def test_a_topic_with_too_few_papers_says_so_in_one_line_and_lists_them(moe):
