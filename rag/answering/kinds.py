@@ -45,12 +45,15 @@ ANSWERERS: dict[Kind, Answerer] = {
 def kind_answer(question: Question, tools: Tools) -> Answer | None:
     """The answer of the question's kind, saying what every answer says of its question; None for a look-up.
     A follow-up held to the papers in focus is a look-up of them unless it asks their stored fields or for
-    another kind over them (focused.py)."""
+    another kind over them (focused.py). A paper's title asked alone is a look-up: the reader reads a title's
+    words as a question's ("MedFuzz: Exploring the Robustness of …" read as related papers)."""
     if question.focus:
         return focus_answer(question, tools)
     if question.kind == Kind.LOOKUP and question.fields:  # "Who wrote RxnFlow?": its stored fields, if stored
         return named_answer(question, tools)
     if question.kind in TOPICAL and question.understood.topic is None:
         return None  # "which should I read first?" with no papers in focus and no topic: a look-up
+    if question.kind != Kind.LOOKUP and tools.stored_paper(question.text):
+        return None  # a stored paper's title, id or name and nothing else: a look-up of it, whatever its words
     answer = answerer(question, tools) if (answerer := ANSWERERS.get(question.kind)) else None
     return None if answer is None else question.stamped(answer, tools.settings.name)

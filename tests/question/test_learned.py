@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 from clirun import rag
-from conftest import fresh_python, settings_for
+from conftest import SEED_FILE, fresh_python, settings_for
 
 from rag.core.markup import plain_text
 from rag.core.types import Kind
@@ -45,6 +45,17 @@ def test_the_names_a_question_gives_are_counted_by_their_shape(question, names):
     assert (none, one, several) == (names == 0, names == 1, names >= 2)
     assert quoted == ("'" in question) and not two_quoted
     assert two == (names >= 2)
+
+
+def test_a_stored_paper_s_title_asked_alone_is_a_look_up_of_it(seeded):
+    """The reader reads a title's words as a question's: several seed titles read as an overview, related papers,
+    a compare or a list ("FakeShield: Explainable Image Forgery Detection and Localization via …" as related
+    papers). Asked alone, a stored title is a look-up of its paper."""
+    titles = [json.loads(line)["title"] for line in SEED_FILE.read_text(encoding="utf-8").splitlines()]
+    assert any(seeded.understand(title).kind != Kind.LOOKUP for title in titles)  # the case is met
+    for title in titles:
+        answer = seeded.answer(title)
+        assert answer.kind == "lookup" and answer.sources[0].title == title, title
 
 
 def read(question: str, embeddings):
