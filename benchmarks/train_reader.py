@@ -126,14 +126,20 @@ def word_rows(items: list[dict]) -> tuple[list[dict], list[str]]:
     return features, tags
 
 
+def held_out_kinds(items: list[dict], vectors: np.ndarray, train: np.ndarray, held: np.ndarray) -> np.ndarray:
+    """The kinds of the `held` questions, read by a kind model trained on the `train` ones (indices of `items`)."""
+    kinds = np.array([item["kind"] for item in items])
+    features = KindFeatures([items[i]["question"] for i in train])
+    model = fitted(features([items[i]["question"] for i in train], vectors[train]), kinds[train])
+    return model.predict(features([items[i]["question"] for i in held], vectors[held]))
+
+
 def cross_validated(items: list[dict], vectors: np.ndarray) -> None:
     kinds = np.array([item["kind"] for item in items])
-    phrasing = np.array([item["spans"] is not None for item in items])
+    phrasing = np.array([item["writer"] not in OTHER_SETS for item in items])
     right = np.zeros(len(items), bool)
     for train, held in StratifiedKFold(5, shuffle=True, random_state=0).split(vectors, kinds):
-        features = KindFeatures([items[i]["question"] for i in train])
-        model = fitted(features([items[i]["question"] for i in train], vectors[train]), kinds[train])
-        right[held] = model.predict(features([items[i]["question"] for i in held], vectors[held])) == kinds[held]
+        right[held] = held_out_kinds(items, vectors, train, held) == kinds[held]
     print(f"kind, 5-fold: {right[phrasing].mean():.3f} of phrasing questions, {right[~phrasing].mean():.3f} of others")
 
 
@@ -145,9 +151,7 @@ def by_writer(items: list[dict], vectors: np.ndarray) -> None:
     right = {}
     for writer in HELD_OUT:
         train, held = np.flatnonzero(writers != writer), np.flatnonzero(writers == writer)
-        features = KindFeatures([items[i]["question"] for i in train])
-        model = fitted(features([items[i]["question"] for i in train], vectors[train]), kinds[train])
-        right[writer] = model.predict(features([items[i]["question"] for i in held], vectors[held])) == kinds[held]
+        right[writer] = held_out_kinds(items, vectors, train, held) == kinds[held]
     print(" ".join(f"{writer} {right[writer].mean():.3f}" for writer in HELD_OUT))
     print(f"kind, each writer held out: mean {np.mean([r.mean() for r in right.values()]):.3f}")
 

@@ -20,9 +20,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rag.answering.background import is_background
-from rag.answering.overview import overview_answer
+from rag.answering.overview import overview_answer, too_few_for_themes
 from rag.answering.refusal import evidence_score, refusal_reason
-from rag.answering.themes import MIN_PAPERS
 from rag.core.config import Settings
 from rag.core.errors import InputError
 from rag.core.filters import Filters
@@ -50,7 +49,7 @@ def list_kind_answer(question: Question, tools: Tools) -> Answer | None:
     listed = list_answer(asked.topic, asked.kind, question.filters, rankings, settings, question.asked)
     if asked.kind != Kind.OVERVIEW:
         return listed
-    if len(question.asks) > 1 and 0 < len(listed.sources) < MIN_PAPERS and not listed.refused:
+    if len(question.asks) > 1 and too_few_for_themes(listed):  # a non-refused list holds a paper at least
         return None
     writer = tools.pipeline if settings.llm.theme_sentences else None
     return overview_answer(listed, asked.topic, tools.sentence_embeddings, writer)

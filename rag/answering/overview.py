@@ -35,7 +35,7 @@ def overview_answer(
     if listed.refused:
         return listed
     head, *_ = listed.text.split("\n")
-    if len(listed.sources) < MIN_PAPERS:
+    if too_few_for_themes(listed):
         few = f"{head.rstrip(':')}: too few to group into themes ({MIN_PAPERS} at least), so listed instead:"
         return replace(listed, text="\n".join([few, *listed.text.split("\n")[1:]]))
     evaluation = topic.about_evaluation
@@ -60,6 +60,11 @@ def overview_answer(
     )
     text, line = "\n".join(lines), f"{listed.line}{how}"
     return replace(listed, text=text, sources=sources, themes=themes, answered_by="overview", line=line)
+
+
+def too_few_for_themes(listed: Answer) -> bool:
+    """Whether a list answer holds too few papers to group into themes (`MIN_PAPERS`): it is answered as the list."""
+    return not listed.refused and len(listed.sources) < MIN_PAPERS
 
 
 def _theme(group: Group, listed: Answer, number: dict[str, int]) -> Theme:

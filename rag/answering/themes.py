@@ -110,9 +110,10 @@ def _quote(paper: Source, sentences: list[str], closeness: np.ndarray) -> str:
     says what the paper does and its opening sentence does, that one, short enough. An opening sentence counts
     as background, so "We introduce LogQuant, a … 2-bit quantization technique for KV Cache …" gave way to
     "Both approaches, however, can result in performance bottlenecks or frequent mispredictions."."""
-    opening = source_sentences(paper)[:1]
-    if not any(map(says_what_it_does, sentences)) and opening and says_what_it_does(opening[0]):
-        return opening[0] if len(opening[0]) <= LONGEST_QUOTE else _nearest(sentences, closeness)
+    if not any(map(says_what_it_does, sentences)):
+        opening = next(iter(source_sentences(paper)), "")
+        if says_what_it_does(opening) and len(opening) <= LONGEST_QUOTE:
+            return opening
     return _nearest(sentences, closeness)
 
 
