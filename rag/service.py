@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cached_property, partial
 from pathlib import Path
@@ -345,19 +345,20 @@ class RagService:
             return self.lexical.current(state).stored_fields(filters)
 
     def understand(self, question: str) -> Understood:
-        """The question's kind and the filters its words state (an author's name only if a stored paper has it),
-        read by the learned reader too when `questions.reader` is 'learned' and the index's model is the one it
-        was trained with (rag/question/learned.py)."""
+        """The question's kind and the filters its words state (an author only if stored), read by the learned
+        reader too when `questions.reader` is 'learned' and the index's model is its (rag/question/learned.py)."""
         self.ensure_index()  # the index's setup: its embedding model
         learned = self.config.questions.reader == "learned" and self.config.embedding.model == BUNDLED_EMBEDDING
         embedding = np.asarray(self.embeddings.embed_query(question)) if learned else None
-        return understand_question(question, self._known_author, embedding)
+        names = self._author_names()
+        return understand_question(question, lambda name: any(name.casefold() in n for n in names), embedding, names)
 
-    def _known_author(self, name: str) -> bool:
-        """Whether some stored paper has an author whose name contains `name`."""
-        self.ensure_index()
-        with self.reading() as state:
-            return bool(self.lexical.current(state).mask(Filters(author=name)).any())
+    def _author_names(self) -> Mapping[str, str]:
+        """Each stored author's name, casefolded, to it as stored, in the index as last read (a search reads afresh)."""
+        if (loaded := self.lexical.loaded) is None:
+            with self.reading() as state:
+                loaded = self.lexical.current(state)
+        return loaded.author_names
 
     def find_sources(self, inputs: dict) -> dict:
         """{question, history, k, filters} -> the same plus `standalone` (the question made

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rag.answering.filtered import filtered_list_answer
 from rag.answering.focused import focus_answer, named_answer
 from rag.answering.lists import compare_kind_answer, list_kind_answer
 from rag.answering.reading import reading_list_answer
@@ -45,12 +46,15 @@ ANSWERERS: dict[Kind, Answerer] = {
 def kind_answer(question: Question, tools: Tools) -> Answer | None:
     """The answer of the question's kind, saying what every answer says of its question; None for a look-up.
     A follow-up held to the papers in focus is a look-up of them unless it asks their stored fields or for
-    another kind over them (focused.py). A paper's title asked alone is a look-up: the reader reads a title's
+    another kind over them (focused.py). A list that names no topic, only filters, lists the papers they admit
+    (filtered.py). A paper's title asked alone is a look-up: the reader reads a title's
     words as a question's ("MedFuzz: Exploring the Robustness of …" read as related papers)."""
     if question.focus:
         return focus_answer(question, tools)
     if question.kind == Kind.LOOKUP and question.fields:  # "Who wrote RxnFlow?": its stored fields, if stored
         return named_answer(question, tools)
+    if question.kind == Kind.LIST and question.understood.topic is None and not question.understood.filters.empty:
+        return question.stamped(filtered_list_answer(question, tools), tools.settings.name)  # "Percy Liang papers"
     if question.kind in TOPICAL and question.understood.topic is None:
         return None  # "which should I read first?" with no papers in focus and no topic: a look-up
     if question.kind != Kind.LOOKUP and tools.stored_paper(question.text):

@@ -179,6 +179,16 @@ class Bm25Index:
         return [self.ids[row] for row in self.titles.get(" ".join(text.split()).casefold(), [])]
 
     @functools.cached_property
+    def author_names(self) -> dict[str, str]:
+        """Every stored author's name, casefolded, to the name as stored ("sergey levine" -> "Sergey Levine")."""
+        return {
+            name.casefold(): name
+            for authors in self.fields["authors"]
+            for name in (part.strip() for part in str(authors or "").split(";"))
+            if name
+        }
+
+    @functools.cached_property
     def titles(self) -> dict[str, list[int]]:
         """The rows each title answers to: the whole title and its name before a colon, if it has one."""
         rows: dict[str, list[int]] = {}
@@ -274,6 +284,11 @@ class LexicalStore:
         self._lock = threading.Lock()  # one rebuild at a time when the UI serves several questions
         self.rebuilds = 0
         self._short_since: dict[Revision, float] = {}  # states whose builds read less than they hold
+
+    @property
+    def loaded(self) -> Bm25Index | None:
+        """The index as last loaded or rebuilt, whatever the collection holds now; None before the first."""
+        return self._loaded
 
     def current(self, state: Revision | None = None) -> Bm25Index:
         """The index for what the collection holds now (`state`, read here if not given); loads or

@@ -20,6 +20,7 @@ from rag.core.errors import InputError, ModelError
 from rag.core.filters import Filters
 from rag.core.text import EVIDENCE_STOPWORDS
 from rag.core.types import Answer, Source
+from rag.question.filter_words import AUTHOR, SAID_STATUS
 from rag.question.followup import Rewriter, Standalone
 from rag.question.pointing import PLACES, POINTER, pointed, without_pointers
 from rag.text.naming import paper_name
@@ -29,7 +30,8 @@ Search = Callable[[str, int, Filters], list[Source]]
 # Words that point back at what was just discussed.
 REFERS_BACK = re.compile(
     r"\b(it|its|itself|they|their|theirs|them|themselves|this|these|those|that|"
-    r"the (?:paper|papers|work|study|method|approach|model|framework|authors|system|technique|algorithm|agent))\b",
+    r"the (?:paper|papers|work|study|method|approach|model|framework|authors|system|technique|algorithm|agent|"
+    r"ones?))\b",
     re.IGNORECASE,
 )  # and a place: "the first one", "#4", "the last two" (pointing.POINTER)
 # The words of a question that ask for a kind of fact rather than name a topic: "What benchmark did
@@ -43,20 +45,23 @@ ASKING_WORDS = frozenset(
     "findings propose proposed introduce introduced present presented else another more other exactly kind "
     "kinds type types number many much tell know explain details detail run ran runs conduct conducted "
     "apply applied work works wrote write written authored author authors paper papers similar related like "
-    "closest close differ differs difference differences read first start begin".split()
+    "closest close differ differs difference differences read first start begin one ones".split()
 )
 # A question looking for papers ("Which paper shows that ...", "any other work on ...") asks anew.
 SEEKS_PAPERS = re.compile(r"\b(which|what|any|other|another)\s+(papers?|works?|studies|study)\b", re.IGNORECASE)
 # A name the question gives: a word with a capital or digit after its first letter (RxnFlow, GPT-4o, R3D2).
 NAME = re.compile(r"\b[A-Za-z][A-Za-z0-9]*[A-Z0-9][\w-]*")
 # A follow-up that opens by going back past the last answer: "Going back to the first list - …", "Back to the
-# jailbreak ones: …", "In the grokking list, …". What it names says which answer: a place among the answers
-# that listed papers, or the words of the question that answer was given to.
+# jailbreak ones: …", "In the grokking list, …", "From your very first answer, …", "back to grokking: …". What
+# it names says which answer: a place among the answers that listed papers, or the words of the question that
+# answer was given to.
+BACK = r"(?:(?:going|go|coming|come|returning)\s+)?back"
 GOES_BACK = re.compile(
-    r"^\W*(?:(?:ok|okay|so|now|and)\W+)*(?:(?P<back>(?:(?:going|go|coming|come|returning)\s+)?back)\s+to|in|from)"
-    r"\s+(?:the|that|those)\s+(?P<named>(?:[\w-]+\s+){0,5}?)(?:list|ones|papers|answer|results)\b\W*",
+    rf"^\W*(?:(?:ok|okay|so|now|and)\W+)*(?:(?:(?P<back>{BACK})\s+to|in|from|of)\s+(?:the|that|those|your|my)\s+"
+    r"(?P<named>(?:[\w-]+\s+){0,5}?)(?:lists?|ones|papers|answer|results)\b\W*"
+    rf"|(?P<back_to>{BACK})\s+to\s+(?:the\s+)?(?P<topic>(?:[\w-]+\s+){{0,3}}?[\w-]+)\s*[:—–]\s*)",
     re.IGNORECASE,
-)
+)  # and "back to grokking: …", "going back to the orals — …"
 # An answer that numbers its papers, one a line: a list ("1. RxnFlow [1] …"), a reading list.
 NUMBERED = re.compile(r"^\s*2\. ", re.MULTILINE)
 EARLIER = {
@@ -133,8 +138,8 @@ def gone_back(question: str, turns: Sequence[Turn], listed: Callable[[int], bool
     one it names, and the question without the words that name it; None when it names none of them.
     `listed(n)`: whether the n-th turn's answer cited several papers (a list, for "the first list")."""
     match = GOES_BACK.search(question)
-    named = match["named"].lower().split() if match else []
-    if match is None or not (named or match["back"]) or len(turns) < 2:
+    named = (match["named"] or match["topic"] or "").lower().split() if match else []
+    if match is None or not (named or match["back"] or match["back_to"]) or len(turns) < 2:
         return None
     rest = question[match.end() :]
     rest = rest[:1].upper() + rest[1:]
@@ -161,7 +166,8 @@ def asks_anew(question: str, focused: list[Source], found: list[Source]) -> bool
     it), given what an unrestricted search of it finds (`found`, best first). The words that point by place
     ("the second one") are no topic."""
     points = points_back(question)
-    question = without_pointers(question)
+    # The words of a filter name no topic: "which of them were spotlights?", "and the ones by Quanquan Gu?"
+    question = AUTHOR.sub(" ", SAID_STATUS.sub(" ", without_pointers(question)))
     if not own_words(question):
         return False  # "What benchmark did they use?": about the papers in focus
     if not points or SEEKS_PAPERS.search(question):

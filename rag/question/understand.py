@@ -16,8 +16,9 @@ papers", "papers by Yoshua Bengio", "papers with code"), not where it is part of
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 import numpy as np
 
@@ -25,19 +26,28 @@ from rag.core.filters import Filters
 from rag.core.text import EVIDENCE_STOPWORDS
 from rag.core.types import Kind
 from rag.question.filter_words import (
+    AREA_FULL,
+    AREA_IN,
     AREA_NAMED,
+    AREA_NAMES,
     AUTHOR,
     BEFORE_PAPERS,
     PAPERS,
     PLURAL_STATUS,
     RATE,
+    SAID_STATUS,
+    SHARE_WORDS,
     STATUS_AFTER,
     STATUS_AT,
     STATUS_OF_PAPERS,
     WITH_CODE,
     areas_in,
     decision,
+    modified_area,
+    names_nothing,
+    said_statuses,
     statuses_in,
+    stored_author,
 )
 from rag.question.learned import Reader, shipped
 from rag.question.overview_words import asks_about_evaluation, asks_for_overview, overview_topic
@@ -45,13 +55,19 @@ from rag.question.related import but_for, pasted_abstract, related_question
 from rag.question.tally import COUNT, SEVERAL, Tally, tally_of, told_tally
 
 LEAD_IN = re.compile(r"^(?:(?:in|on|about|of|for|the|regarding|around|into|within|to)\s+)+", re.IGNORECASE)
-RATE_WORD = re.compile(r"\s+rates?\b", re.IGNORECASE)  # after a decision: "acceptance rate"
+RATE_WORD = re.compile(rf"\s+(?:{SHARE_WORDS})\b", re.IGNORECASE)  # after a decision: "acceptance rate"
 LONG_TOPIC = 6  # words: a longer topic is a description ("generate DAGs by combining …"), not a name
 TOPICAL = (Kind.LIST, Kind.COUNT, Kind.OVERVIEW, Kind.READING_LIST)  # the kinds about a topic's papers
 LIST = re.compile(
     rf"^\W*(?:(?:which|what)\s+{SEVERAL}|{SEVERAL}\s+(?=about|on|that|which|with|by)"
     rf"|(?:please\s+)?(?:show|list|find|give|name)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?{SEVERAL}"
     rf"|are\s+there\s+(?:any\s+)?{SEVERAL})",
+    re.IGNORECASE,
+)
+# A request's verb before the topic, papers named or not: "list hypergraph papers …", "show me all …".
+REQUEST = re.compile(
+    r"^\W*(?:(?:please|pls|can\s+you|could\s+you)\s+)?(?:show|list|find|give|get|name|enumerate|pull\s+up)"
+    r"\s+(?:me\s+|us\s+)?(?:all\s+|every\s+)?(?:the\s+)?",
     re.IGNORECASE,
 )
 ASPECT = re.compile(r"\s+(?:for|in|on|regarding|with\s+respect\s+to|in\s+terms\s+of)\s+", re.IGNORECASE)
@@ -117,36 +133,48 @@ class Understood:
 
 
 def understand(
-    question: str, known_author: Callable[[str], bool] = lambda name: True, embedding: np.ndarray | None = None
+    question: str,
+    known_author: Callable[[str], bool] = lambda name: True,
+    embedding: np.ndarray | None = None,
+    authors: Mapping[str, str] = MappingProxyType({}),
 ) -> Understood:
     """The kind of `question` and the filters it states, with those words cut from the ranking text.
 
     "by <Name>" counts only when `known_author(name)`: a title asked as a question ("… Guided by
-    Progressive Self-Reasoning") names no author. Given the question's `embedding` (the bundled MiniLM's),
-    the learned reader has the last word on the kind and reads the spans it needs (`relearned`)."""
+    Progressive Self-Reasoning") names no author. Without "by", a run of words that is a stored author's whole
+    name (`authors`: casefolded -> as stored) is one, in any case ("sergey levine offline rl papers"). Given the
+    question's `embedding` (the bundled MiniLM's), the learned reader has the last word on the kind and reads the
+    spans it needs (`relearned`)."""
     statuses: list[str] = []
     areas: list[str] = []
     cuts: list[tuple[int, int]] = []
 
-    def take(match: re.Match, words: str) -> None:
-        found_status, found_area = statuses_in(words), areas_in(words)
-        if found_status or found_area:
+    def take(span: tuple[int, int], found_status: list[str], found_area: list[str]) -> None:
+        if (found_status or found_area) and not any(start <= span[0] < end for start, end in cuts):
             statuses.extend(s for s in found_status if s not in statuses)
             areas.extend(a for a in found_area if a not in areas)
-            cuts.append(match.span("cut" if "cut" in match.re.groupindex else "words"))
+            cuts.append(span)
 
+    for match in AREA_FULL.finditer(question):  # an area's name in full: "… in learning on time series and …"
+        take(match.span("cut"), [], [AREA_NAMES[match["words"].casefold()]])
     for match in BEFORE_PAPERS.finditer(question):
-        take(match, match["words"])
-    for pattern in (STATUS_AFTER, STATUS_OF_PAPERS, STATUS_AT, AREA_NAMED, PLURAL_STATUS):
+        area_at = modified_area(question, match)  # "offline RL papers": RL is the topic's
+        start, end = match.start("words"), match.end("words") if area_at is None else area_at
+        take((start, end), statuses_in(question[start:end]), areas_in(question[start:end]))
+    for pattern in (STATUS_AFTER, STATUS_OF_PAPERS, STATUS_AT, AREA_NAMED, AREA_IN, PLURAL_STATUS):
         for match in pattern.finditer(question):
-            if not any(start <= match.start("words") < end for start, end in cuts):
-                take(match, match["words"])
+            words = next(match[name] for name in ("words", "bare") if name in match.re.groupindex and match[name])
+            span = match.span("cut" if "cut" in match.re.groupindex else "words")
+            take(span, statuses_in(words), areas_in(words))
     author = ""
     by = AUTHOR.search(question)
     named = next((name for name in by.groups() if name), "") if by else ""
     if by and known_author(named):
         author = named
         cuts.append(by.span())
+    elif whole := stored_author(question, authors):
+        author, span = whole
+        cuts.append(span)
     has_code = None
     if code := WITH_CODE.search(question):
         has_code = True
@@ -155,7 +183,46 @@ def understand(
     text = _cut(question, cuts)
     kind, compared = _kind(question, text)
     understood = _narrower(Understood(question, text or question, kind, filters, compared))
-    return _restricted(_rated(understood if embedding is None else relearned(understood, embedding)))
+    read = _rated(understood if embedding is None else relearned(understood, embedding))
+    return _restricted(_decided(_by_filters(read, text)))
+
+
+def _by_filters(understood: Understood, left: str) -> Understood:
+    """A question that states filters (a decision, an area, an author) and names nothing else is a list of the
+    papers they admit ("Percy Liang papers", "list the orals in the RL area"): no topic, answered from the stored
+    metadata (rag/answering/filtered.py); a look-up or list of request words alone found no paper. `left`: the
+    question without its filters' words (empty for "spotlights in the time series area")."""
+    stated = understood.filters.status or understood.filters.primary_area or understood.filters.author
+    if not stated or understood.kind not in (Kind.LOOKUP, Kind.LIST):
+        return understood
+    if not names_nothing(SAID_STATUS.sub(" ", left)):
+        return understood  # a decision's words are the next step's (`_decided`)
+    return replace(understood, kind=Kind.LIST, topic=None)
+
+
+def _decided(understood: Understood) -> Understood:
+    """A question about many papers filtered to the decision it says anywhere (`said_statuses`: "withdrawn
+    gaussian splatting papers", "… accepted only", "… that got in"), its words out of the topic, where no pattern
+    read one or it says fewer or more ("accepted as posters", "desk rejected or withdrawn"). Not a look-up or a
+    compare, which ask of named papers ("was X accepted?"), nor a count grouped by decision ("how many orals,
+    posters, rejects each?")."""
+    if understood.kind in (Kind.LOOKUP, Kind.COMPARE) or (understood.tally and understood.tally.field == "status"):
+        return understood
+    said, held = said_statuses(understood.question), set(understood.filters.status)
+    if not said or (held and not (set(said) < held or set(said) > held)):
+        return understood
+    topic = understood.topic and replace(understood.topic, text=_undecided(understood.topic.text))
+    if topic is not None and not topic.text:
+        return understood
+    if topic is not None:
+        topic = replace(topic, alternatives=tuple(alternatives(topic.text)))
+    tally = understood.tally and replace(understood.tally, topic=_undecided(understood.tally.topic))
+    filters = replace(understood.filters, status=tuple(said))
+    return replace(understood, text=_undecided(understood.text), filters=filters, topic=topic, tally=tally)
+
+
+def _undecided(text: str) -> str:
+    return re.sub(r"\s+", " ", SAID_STATUS.sub(" ", text)).strip(" ,;:—–-")
 
 
 def _restricted(understood: Understood) -> Understood:
@@ -315,7 +382,8 @@ def topic_of(understood: Understood, text: str = "") -> Topic:
     if left:
         text, left_out = text[: left.start()] + text[left.end() :], left.group("left").strip()
     text = overview_topic(text) if understood.kind == Kind.OVERVIEW else COUNT.sub("", text)
-    text = LIST.sub("", text)
+    text = REQUEST.sub("", text)  # "show me …", "list …": what LIST leaves ("show me diffusion papers": nothing)
+    text = re.sub(rf"(?<=\S)\s+{PAPERS}\W*$", "", LIST.sub("", text) or text)
     text = re.sub(rf"^\W*(?:{PAPERS}\s+)?(?:are\s+|were\s+|is\s+)?(?:about|on|that|which)?\s*", "", text)
     # Verbs that say only "is about": "deal with over-smoothing" ranks as "over-smoothing".
     text = re.sub(GENERIC_VERBS, "", text)

@@ -37,7 +37,8 @@ def acronyms(text: str) -> dict[str, str]:
     'a novel "bright ending" (BE)' {'BE': 'bright ending'}."""
     found = {}
     for match in DEFINED.finditer(MARKUP.sub("", text)):
-        words, acronym = re.split(r"[\s-]+", match.group(1).strip().translate(UNQUOTED)), match.group(2)
+        words = [word for word in re.split(r"[\s-]+", match.group(1).translate(UNQUOTED)) if word]  # "- (II)": none
+        acronym = match.group(2)
         letters = re.sub(r"[^A-Z]", "", acronym)
         spelled = words[-len(letters) :]
         if len(spelled) == len(letters) > 1 and "".join(word[0] for word in spelled).upper() == letters:

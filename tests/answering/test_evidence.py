@@ -95,6 +95,13 @@ def test_an_abstract_s_acronyms_are_spelled_out_for_the_words_a_sentence_holds()
     assert spelled_out("It adapts LoRAs.", defined).endswith("Low Rank Adaptation")
 
 
+@pytest.mark.parametrize("text", ["$\\textit{Cis}$-regulatory elements (CREs), ", "the filter, - **(II)** then"])
+def test_an_acronym_after_markup_or_a_lone_dash_is_read_without_failing(text):
+    """Two abstracts of the full list: the markup taken out, the words before the acronym began with a dash, an
+    empty word whose initial failed the answer of any question that retrieved them."""
+    assert acronyms(text) == {}
+
+
 def test_a_quoted_sentence_is_checked_without_the_name_put_before_it(seeded):
     """The extractive answer puts the paper's name before its first quote; a long title made the quote read
     unlike its own abstract, and the answer was refused as unsupported."""

@@ -111,7 +111,7 @@ def test_a_second_ask_on_a_topic_too_small_for_themes_is_answered_from_its_paper
     """An overview asks one thing of a field. Asked with a second ask of a topic too small for themes, it listed
     the paper with one line and lost the second ask ("… and what do the ablation studies examine?" lost
     "clustering configurations"); now the paper's sentences answer each ask, as for any two-part look-up."""
-    question = "Summarize the work on Hanabi agents, and how many players can they handle?"
+    question = "Overview of the research on Hanabi agents, and how many players can they handle?"
     assert seeded.understand(question).kind == "overview"
     answer = seeded.answer(question)
     assert answer.kind == "lookup" and answer.sources[0].title == "A Generalist Hanabi Agent"

@@ -63,6 +63,10 @@ def test_a_follow_up_naming_another_paper_or_without_pointing_back_searches_anew
     assert not asks_anew("Does it detect image forgery too?", [HANABI], [HANABI])  # the search finds it too
     assert asks_anew("Which paper shows that agents play Hanabi?", [HANABI], [HANABI])  # looking for papers
     assert not asks_anew("Which paper was that?", [HANABI], found_other)  # no topic of its own
+    # A filter's words are no topic: another paper holding "spotlight" or the author's name took them for one.
+    spotlit = paper("spot", "We detect the spotlight of a stage play. By Quanquan Gu, the ones who detect ones.")
+    assert not asks_anew("which of them were spotlights?", [HANABI], [spotlit])
+    assert not asks_anew("and the ones by Quanquan Gu?", [HANABI], [spotlit])
 
 
 def test_a_follow_up_whose_words_the_papers_in_focus_lack_and_another_holds_searches_anew():
@@ -138,5 +142,10 @@ def test_a_follow_up_goes_back_to_the_answer_it_names_by_its_place_among_the_lis
         "Who are the authors of paper 2?",
     )
     assert gone_back("Back to the previous list: how do the first two differ?", turns, listed)[0] == 2
+    assert gone_back("From your very first answer, how many does the top paper use?", turns, listed)[0] == 1
+    assert gone_back("back to grokking: what does the second paper say?", turns, listed) == (
+        1,
+        "What does the second paper say?",
+    )
     assert gone_back("In the paper, what is the loss?", turns, listed) is None  # names no earlier answer
     assert gone_back("Going back to the grokking list, which one?", turns[:1], listed) is None  # nothing before

@@ -24,6 +24,17 @@ from rag.question.pointing import pointed, without_pointers
         ("what do the first three have in common?", 8, [0, 1, 2]),
         ("what training data did the first and third ones use?", 5, [0, 2]),
         ("how does the second one compare to the first?", 33, [1, 0]),
+        # Worded as the writers of the phrasing set's later rounds worded them (tests/eval/phrasing_round5.jsonl)
+        ("what tasks do papers 1 and 3 test length generalisation on?", 11, [0, 2]),
+        ("2nd and 3rd: which LLMs do they analyse?", 38, [1, 2]),
+        ("first one - what dataset they made?", 5, [0]),
+        ("for 3rd and 4th, what models they study on", 36, [2, 3]),
+        ("Why does the top one claim existing methods fail?", 28, [0]),
+        ("top hit — which scientific domains do they test on?", 12, [0]),
+        ("tell me the compression ratios used by the final two papers", 6, [4, 5]),
+        ("the final paper, why it works better than the baselines?", 7, [6]),
+        ("First, what is the loss?", 5, None),  # an adverb, not a place
+        ("What is the first-order method here?", 5, None),  # a word of the question's own
         ("what about the tenth?", 4, None),  # past the last paper: not a place among these
         ("what do they report?", 4, None),
         ("How does the second one work?", 1, None),  # one paper in focus: nothing to choose

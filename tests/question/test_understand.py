@@ -34,7 +34,13 @@ RL = "reinforcement learning"
         ),
         ("Which works by Sergey Levine use offline RL?", "list", Filters(author="Sergey Levine"), None),
         ("Are there any rejected papers on time series forecasting?", "list", Filters(status=("Reject",)), None),
-        ("Which papers on reinforcement learning from human feedback were accepted?", "list", Filters(), None),
+        # RL as the topic's words, not the area; the decision said after them is read (it was not, four words on)
+        (
+            "Which papers on reinforcement learning from human feedback were accepted?",
+            "list",
+            Filters(status=ACCEPTED),
+            None,
+        ),
         ("compare RxnFlow and SynFlowNet", "compare", Filters(), None),
         ("Compare OLMoE and MoE++.", "compare", Filters(), None),
         # Lookups: one paper's fact, even with "how many" or "which" in it; topic words stay topic words.
