@@ -46,5 +46,5 @@ def filtered_list_answer(question: Question, tools: Tools) -> Answer:
         for number, source in enumerate(sources, start=1)
     ]
     return Answer(
-        question.asked, "\n".join(lines), sources, answered_by="list", kind=Kind.LIST, count=len(order), line=line
+        question.asked, "\n".join(lines), sources, answered_by="metadata", kind=Kind.LIST, count=len(order), line=line
     )

@@ -6,6 +6,7 @@ and `rag.answer()` over the real seed index, as a user asks them."""
 from __future__ import annotations
 
 import pytest
+from clirun import rag as cli
 
 import rag
 from rag.core.filters import Filters
@@ -55,6 +56,9 @@ def test_a_question_of_filters_alone_lists_the_papers_they_admit_through_rag_ans
     answer = rag.answer("daochang liu papers", config=seeded.config)
     assert answer.kind == "list" and not answer.refused and answer.count == 1
     assert answer.sources[0].title.startswith("Exploring Local Memorization in Diffusion Models")
+    shown = cli("ask", "daochang liu papers", index=seeded.config.vectorstore.path)  # says it quotes nothing
+    assert "1. Exploring Local Memorization" in shown.stdout and "quotes the abstract" not in shown.stdout
+    assert "Listed from the papers' stored metadata" in shown.stdout
     listed = rag.answer("list the accepted papers in the reinforcement learning area", config=seeded.config)
     assert listed.kind == "list" and listed.count == 3 and len(listed.sources) == 3
     assert {source.primary_area for source in listed.sources} == {"reinforcement learning"}
