@@ -66,17 +66,7 @@ def pool(hold_out_dev: bool = False, round5: bool = True, round6: bool = True) -
     phrasing set's dev split if `hold_out_dev`, without the fifth or sixth round's questions unless asked."""
     phrasing = rows("phrasing_train.jsonl") + ([] if hold_out_dev else rows("phrasing_questions.jsonl", "dev"))
     phrasing += (rows("phrasing_round5.jsonl") if round5 else []) + (rows("phrasing_round6.jsonl") if round6 else [])
-    out = [
-        {
-            "question": row["question"],
-            "kind": labelled_kind(row),
-            "group": GROUPS[row.get("group_by")] if labelled_kind(row) == "tally" else None,
-            "measure": row.get("measure") or ("count" if labelled_kind(row) != row["kind"] else None),
-            "spans": {slot: row[slot] for slot in TAGS if row.get(slot)} if row["writer"] not in KINDS_ONLY else None,
-            "writer": row["writer"],
-        }
-        for row in phrasing
-    ]
+    out = [item_of(row) for row in phrasing]
     for name in OTHER_SETS:
         for row in rows(f"{name}_questions.jsonl", "dev"):
             read = understand(row["question"])
@@ -86,6 +76,19 @@ def pool(hold_out_dev: bool = False, round5: bool = True, round6: bool = True) -
                 | {"writer": name}
             )
     return out
+
+
+def item_of(row: dict) -> dict:
+    """A phrasing question as a training item; a count labelled with no topic is the tally it is, of a count."""
+    kind = labelled_kind(row)
+    return {
+        "question": row["question"],
+        "kind": kind,
+        "group": GROUPS[row.get("group_by")] if kind == "tally" else None,
+        "measure": row.get("measure") or ("count" if kind != row["kind"] else None),
+        "spans": {slot: row[slot] for slot in TAGS if row.get(slot)} if row["writer"] not in KINDS_ONLY else None,
+        "writer": row["writer"],
+    }
 
 
 def tagged(question: str, spans: dict[str, str]) -> list[str] | None:

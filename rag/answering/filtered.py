@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from rag.core.markup import plain_text
+from rag.answering.lists import listed_paper
 from rag.core.types import Answer, Kind
 from rag.core.wording import scope
 
@@ -39,12 +39,7 @@ def filtered_list_answer(question: Question, tools: Tools) -> Answer:
     sources = [found[paper_id] for paper_id in shown if paper_id in found]
     head = f"{len(order)} {'paper is' if len(order) == 1 else 'papers are'} among {within}"
     head += f"; the first {len(sources)}, orals first:" if len(sources) < len(order) else ":"
-    lines = [head] + [
-        f"{number}. {plain_text(source.title)} [{number}] ("
-        + "; ".join(fact for fact in (source.status, source.primary_area.replace("&amp;", "&")) if fact)
-        + ")"
-        for number, source in enumerate(sources, start=1)
-    ]
+    lines = [head, *(listed_paper(number, source) for number, source in enumerate(sources, start=1))]
     return Answer(
         question.asked, "\n".join(lines), sources, answered_by="metadata", kind=Kind.LIST, count=len(order), line=line
     )

@@ -188,12 +188,13 @@ def best_sentence(source: Source, topic: str) -> str:
 
 def paper_line(number: int, source: Source, topic: str) -> str:
     """One paper of a list: its number, title, status and area, and the sentence that shows why it is on it."""
+    return f"{listed_paper(number, source)}: “{best_sentence(source, topic)}”"
+
+
+def listed_paper(number: int, source: Source) -> str:
+    """One paper of a list without a quote: its number, title, status and area."""
     facts = "; ".join(fact for fact in (source.status, source.primary_area.replace("&amp;", "&")) if fact)
-    return (
-        f"{number}. {plain_text(source.title)} [{number}]"
-        + (f" ({facts})" if facts else "")
-        + (f": “{best_sentence(source, topic)}”")
-    )
+    return f"{number}. {plain_text(source.title)} [{number}]" + (f" ({facts})" if facts else "")
 
 
 def _scope(applied: Filters) -> str:

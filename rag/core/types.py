@@ -271,7 +271,7 @@ class Answer:
             return "Each line quotes the abstract it cites."
         if self.answered_by == "tally":
             return "Counted from the papers' stored metadata (status, primary area, authors)."
-        if self.answered_by == "metadata":  # a list of the papers filters admit (rag/answering/filtered.py)
+        if self.answered_by == "metadata":  # papers' stored fields, or the papers filters admit (focused, filtered)
             return "Listed from the papers' stored metadata (status, primary area, authors); nothing is quoted."
         if self.answered_by == "overview":
             grouped = "Themes grouped by what the papers' sentences say they do; each quote is cited"
