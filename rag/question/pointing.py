@@ -46,8 +46,8 @@ def pointed(question: str, count: int) -> list[int] | None:
             places += list(range(many)) if top else list(range(count - many, count))
         elif match["number"]:
             places += [int(number) - 1 for number in re.findall(r"\d+", match["number"])]
-        elif match["edge"] or match["lead"] in ("top", "final"):
-            places.append(0 if (match["edge"] or match["lead"]).lower() == "top" else count - 1)
+        elif (edge := (match["edge"] or match["lead"] or "").lower()) in ("top", "final"):
+            places.append(0 if edge == "top" else count - 1)
         else:
             places += [_index(word.lower(), count) for word in EACH_PLACE.findall(match.group())]
     places = list(dict.fromkeys(places))

@@ -31,6 +31,8 @@ from rag.question.pointing import pointed, without_pointers
         ("for 3rd and 4th, what models they study on", 36, [2, 3]),
         ("Why does the top one claim existing methods fail?", 28, [0]),
         ("top hit — which scientific domains do they test on?", 12, [0]),
+        ("Top hit — which scientific domains do they test on?", 12, [0]),  # capitalised, as a sentence starts
+        ("Final one - what task do they study?", 12, [11]),
         ("tell me the compression ratios used by the final two papers", 6, [4, 5]),
         ("the final paper, why it works better than the baselines?", 7, [6]),
         ("First, what is the loss?", 5, None),  # an adverb, not a place
