@@ -342,7 +342,7 @@ def run_ui(args: argparse.Namespace) -> int:
     service.ensure_index()
     from ui.app import build_app, launch
 
-    launch(build_app(service), host, port, share=share, auth=auth)
+    launch(build_app(service), host, port, share=share, auth=auth, trusted_proxies=settings.trusted_proxies)
     return 0
 
 

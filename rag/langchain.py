@@ -17,7 +17,7 @@ from pydantic import ConfigDict, Field
 
 from rag.core.config import K, Settings
 from rag.core.errors import InputError
-from rag.core.filters import Filters, FilterSpec, as_filters
+from rag.core.filters import Filters, FilterSpec, as_filters, given_filters
 from rag.core.types import Answer, Source
 from rag.service import RagService, get_service
 
@@ -48,7 +48,7 @@ class PaperRetriever(BaseRetriever):
         k: int | None = None,
         filters: Filters | FilterSpec | dict | None = None,
     ) -> list[Document]:
-        chosen = as_filters(filters if filters is not None else self.filters)
+        chosen = given_filters(filters if filters is not None else self.filters)
         sources = self._service().retrieve(query, k=k or self.k, filters=chosen)
         return [paper_document(source) for source in sources]
 
@@ -64,8 +64,9 @@ def as_retriever(
     k: int | None = None,
     filters: Filters | FilterSpec | dict | None = None,
 ) -> PaperRetriever:
-    """A LangChain retriever over the index of `config`; see `PaperRetriever`."""
-    return PaperRetriever(config=config, k=k, filters=filters)
+    """A LangChain retriever over the index of `config`; see `PaperRetriever`. Filters that don't fit are an
+    InputError naming the field, here rather than at the first search."""
+    return PaperRetriever(config=config, k=k, filters=given_filters(filters))
 
 
 class AnswerChain(Runnable[Any, Answer]):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Generator, Iterable, Iterator, Mapping
+from collections.abc import Generator, Iterable, Iterator
 from contextlib import contextmanager
 from functools import cached_property, partial
 from pathlib import Path
@@ -34,7 +34,7 @@ from rag.core.text import clean_question
 from rag.core.types import Answer, Source
 from rag.index.access import IndexAccess
 from rag.index.embeddings import CachedEmbeddings, load_tokenizer, make_embeddings, make_index_embeddings
-from rag.index.lexical import LexicalStore, Revision
+from rag.index.lexical import Bm25Index, LexicalStore, Revision
 from rag.index.setup import (
     Choice,
     IndexSetup,
@@ -322,7 +322,7 @@ class RagService:
             pieces = self.pipeline.stream(asked, sources)
         else:
             pieces = iter((answer.text, answer))  # no model: the whole text at once, then the answer
-        yield from self.conversation.remembering(pieces)  # the papers it cites: the focus it leaves
+        yield from self.conversation.remembering(pieces, question, history or [])  # the focus it leaves
 
     def tools(self) -> Tools:
         """What the answerers of many papers may use (rag/answering/tools.py), built for the index's setup (a
@@ -350,15 +350,15 @@ class RagService:
         self.ensure_index()  # the index's setup: its embedding model
         learned = self.config.questions.reader == "learned" and self.config.embedding.model == BUNDLED_EMBEDDING
         embedding = np.asarray(self.embeddings.embed_query(question)) if learned else None
-        names = self._author_names()
-        return understand_question(question, lambda name: any(name.casefold() in n for n in names), embedding, names)
+        loaded = self._loaded_lexical()
+        return understand_question(question, loaded.names_person, embedding, loaded.author_names)
 
-    def _author_names(self) -> Mapping[str, str]:
-        """Each stored author's name, casefolded, to it as stored, in the index as last read (a search reads afresh)."""
+    def _loaded_lexical(self) -> Bm25Index:
+        """The BM25 index as last read (a search reads afresh): its stored authors' names."""
         if (loaded := self.lexical.loaded) is None:
             with self.reading() as state:
                 loaded = self.lexical.current(state)
-        return loaded.author_names
+        return loaded
 
     def find_sources(self, inputs: dict) -> dict:
         """{question, history, k, filters} -> the same plus `standalone` (the question made

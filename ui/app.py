@@ -11,7 +11,7 @@ import hashlib
 import logging
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any, Protocol
@@ -329,9 +329,15 @@ def launch(
     share: bool = False,
     auth: tuple[str, str] | None = None,
     block: bool = True,
+    trusted_proxies: Sequence[object] = (),
 ) -> str:
-    """Serve the app; returns its local URL (at once when `block` is False, else when it stops)."""
+    """Serve the app; returns its local URL (at once when `block` is False, else when it stops). A request's address
+    is the connection's, or, from one of `trusted_proxies` (`ui.trusted_proxies`), the one it forwards: Gradio's
+    uvicorn reads which from FORWARDED_ALLOW_IPS, and would otherwise believe X-Forwarded-For from loopback (a
+    login's failures counted per address a client makes up)."""
     from ui.guard import gradio_app_options
+
+    os.environ["FORWARDED_ALLOW_IPS"] = ",".join(str(address) for address in trusted_proxies)
 
     _, url, share_url = demo.launch(
         server_name=host,

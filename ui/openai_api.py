@@ -32,6 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from rag.core.config import RequestK, config_names, load_config, served_by
 from rag.core.errors import InputError, RagError, StoreError, first_problem
 from rag.core.filters import Filters, FilterSpec, as_filters
+from rag.core.markup import inert_links
 from rag.core.types import Answer
 from rag.service import RagService, get_service
 from ui.guard import MAX_CALL_BYTES
@@ -333,7 +334,7 @@ class Reply:
         self.id, self.created, self.model = f"chatcmpl-{uuid.uuid4().hex}", int(time.time()), model
 
     def completion(self, answer: Answer) -> dict:
-        message = {"role": "assistant", "content": answer.text, "refusal": None}
+        message = {"role": "assistant", "content": inert_links(answer.text), "refusal": None}
         return {
             "id": self.id,
             "object": "chat.completion",
@@ -367,7 +368,7 @@ class Reply:
                         yield self.chunk({}, "stop", rag=piece.to_payload())
                     else:
                         streamed += piece
-                        yield self.chunk({"content": piece})
+                        yield self.chunk({"content": inert_links(piece)})
             finally:  # also when the client went away: stop the answer there (no thread runs it now)
                 if pieces is not None:
                     pieces.close()
@@ -381,4 +382,4 @@ def unstreamed_text(answer: Answer, streamed: str) -> str:
     """What a plain client still needs after the streamed text: the whole answer when none was streamed
     (a refusal, say); else nothing, since the stream held the answer's checked sentences themselves
     (after a model that failed midway, the quoted ones too)."""
-    return "" if streamed else answer.text
+    return "" if streamed else inert_links(answer.text)

@@ -30,7 +30,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 
-from rag.core.built import build_once, content_key
+from rag.core.built import build_once, content_key, dies_with_parent
 from rag.core.errors import ModelError, first_line
 
 RECIPE = 1  # bump when the conversion changes: cached models are then rebuilt
@@ -67,7 +67,7 @@ def _build(gguf: Path, out: Path) -> None:
     builder += ["-o", str(out), "-p", PRECISION, "-e", "cpu", "-c", str(out.parent / "cache")]
     builder += ["--extra_options", "prune_lm_head=true"]  # a prompt's logits for its last token only
     offline = {**os.environ, "HF_HUB_OFFLINE": "1"}  # everything it reads is in the folder given
-    done = subprocess.run(builder, capture_output=True, text=True, env=offline)
+    done = subprocess.run(builder, capture_output=True, text=True, env=offline, preexec_fn=dies_with_parent)
     if done.returncode:
         last = (done.stderr.strip().splitlines() or ["no message"])[-1]
         raise ModelError(f"onnx: cannot convert {gguf}: the model builder failed: {last[:300]}")

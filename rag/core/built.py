@@ -20,6 +20,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -73,8 +74,9 @@ def build_once(target: Path, write: Callable[[Path], None], complete: Callable[[
     """`target` (a file or a folder), made by `write(path)` if it is not `complete` yet; returns `target`.
 
     `write` makes the file or folder at the path it is given: a temporary one beside `target`, renamed onto
-    `target` when done. Another process that finishes first wins; its build is kept. OSError if the folder
-    can't be written; whatever `write` raises, as it raised it.
+    `target` when done. Another process that finishes first wins; its build is kept. A temporary folder whose
+    process is gone (killed with `kill -9`, which runs no clean-up) is removed by the next build. OSError if the
+    folder can't be written; whatever `write` raises, as it raised it.
     """
     with _MEMO_LOCK:
         lock = _BUILD_LOCKS.setdefault(target, threading.Lock())
@@ -82,7 +84,9 @@ def build_once(target: Path, write: Callable[[Path], None], complete: Callable[[
         if complete(target):
             return target
         target.parent.mkdir(parents=True, exist_ok=True)
+        _remove_abandoned(target)
         work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        (work / OWNER).write_text(str(os.getpid()))
         try:
             write(work / target.name)
             try:
@@ -93,3 +97,43 @@ def build_once(target: Path, write: Callable[[Path], None], complete: Callable[[
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return target
+
+
+OWNER = ".owner"  # in a build's temporary folder: the id of the process building there
+ABANDONED_AFTER = 60.0  # seconds: a temporary folder with no owner yet is another process's, just made, before it
+
+
+def _remove_abandoned(target: Path) -> None:
+    """The temporary folders of earlier builds of `target` whose process has ended, removed."""
+    for work in target.parent.glob(f".{target.name}.*"):
+        try:
+            owner = int((work / OWNER).read_text())
+        except (OSError, ValueError):
+            owner = None
+        try:
+            stale = not _running(owner) if owner else time.time() - work.stat().st_mtime > ABANDONED_AFTER
+        except OSError:  # removed meanwhile
+            continue
+        if stale:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def dies_with_parent() -> None:
+    """For `subprocess` as `preexec_fn`: the child is killed when the process that started it ends, however it
+    ends (Linux's PR_SET_PDEATHSIG), so a killed build leaves no builder writing on; elsewhere, nothing."""
+    import ctypes
+    import signal
+    import sys
+
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG

@@ -10,6 +10,8 @@ its metadata key (`rag.ingest.papers.Paper.metadata`).
 from __future__ import annotations
 
 import dataclasses
+import re
+import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -20,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from rag.core.errors import InputError, first_problem
 from rag.core.text import not_text
 
-Match = Literal["one_of", "contains", "equals"]
+Match = Literal["one_of", "person", "equals"]
 # Values one list filter may hold: far more than there are statuses (7) or primary areas (about 20),
 # and far fewer than the variables SQLite takes in one query (Chroma's `$in` is one variable a value).
 MAX_FILTER_VALUES = 100
@@ -32,7 +34,7 @@ class FilterField:
 
     name: str  # the attribute of Filters, and the key in JSON (APIs, MCP, LangChain)
     stored: str  # the metadata key of stored papers it matches
-    match: Match  # one_of: the value is one of a list; contains: a case-blind substring; equals: the value
+    match: Match  # one_of: the value is one of a list; person: one of the names (`same_person`); equals: the value
     help: str  # what it does, for the CLI, the APIs' schema and the UI
     option: str  # the CLI option
     label: str = ""  # the UI picker's label; one_of fields with a label get a picker of the stored values
@@ -70,8 +72,8 @@ class Filters:
         default="",
         metadata=declared(
             stored="authors",
-            match="contains",
-            help="only papers with an author whose name contains this",
+            match="person",
+            help="only papers by this person: a whole name, case, accents and initials aside (Y. Bengio)",
             option="--author",
         ),
     )
@@ -132,7 +134,7 @@ class Filters:
         return {spec.name: list(value) if isinstance(value, tuple) else value for spec, value in self.active()}
 
     def where(self) -> dict[str, Any] | None:
-        """The Chroma metadata filter for the fields Chroma can match itself (not substrings)."""
+        """The Chroma metadata filter for the fields Chroma can match itself (not a person's name)."""
         clauses: list[dict[str, Any]] = []
         for spec, value in self.active():
             if spec.match == "one_of":
@@ -153,8 +155,8 @@ class Filters:
             elif spec.match == "equals":
                 keep &= stored == value
             else:
-                needle = value.lower()
-                keep &= np.fromiter((needle in text for text in stored), bool, len(stored))
+                said = name_words(value)
+                keep &= np.fromiter((any(same_person(said, name) for name in names) for names in stored), bool)
         return keep
 
     @classmethod
@@ -179,9 +181,36 @@ def column(spec: FilterField, values: list[Any]) -> np.ndarray:
     """Stored metadata values as the column `Filters.matches` reads for this field."""
     if spec.match == "equals":
         return np.asarray([bool(value) for value in values], dtype=bool)
-    if spec.match == "contains":
-        return np.asarray([str(value or "").lower() for value in values], dtype=object)
+    if spec.match == "person":  # "A; B" as stored -> each name's words
+        column = np.empty(len(values), dtype=object)
+        column[:] = [tuple(name_words(name) for name in str(value or "").split(";")) for value in values]
+        return column
     return np.asarray([value or "" for value in values], dtype=object)
+
+
+def name_words(name: str) -> tuple[str, ...]:
+    """A person's name as the words it is matched by: case and accents aside, hyphens and full stops as spaces
+    ("Ming-Hsuan Yang" -> ming, hsuan, yang; "Peter Richtárik" -> peter, richtarik)."""
+    plain = unicodedata.normalize("NFKD", name.casefold())
+    return tuple(re.findall(r"[^\W_]+", "".join(char for char in plain if not unicodedata.combining(char))))
+
+
+def same_person(said: Sequence[str], name: Sequence[str]) -> bool:
+    """Whether the words of a name said (`name_words`) name the person of a stored name's: the same last name, the
+    same first name or its initial ("Y. Bengio"), each middle name said among theirs; one word, the last name.
+    Never a name inside another ("Bo Li" is not "Aobo Li", "Bo Liu" nor "Tingbo Liang")."""
+    if not said or not name or said[-1] != name[-1]:
+        return False
+    if len(said) == 1:
+        return True
+    if len(name) == 1 or not _initial_or_same(said[0], name[0]):
+        return False
+    middle = name[1:-1]
+    return all(any(_initial_or_same(word, theirs) for theirs in middle) for word in said[1:-1])
+
+
+def _initial_or_same(one: str, other: str) -> bool:
+    return one == other or (len(one) == 1 or len(other) == 1) and one[0] == other[0]
 
 
 def _json_field(spec: FilterField) -> tuple[Any, Any]:

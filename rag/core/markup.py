@@ -24,6 +24,8 @@ from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec
 from pylatexenc.latexwalker import LatexWalker, LatexWalkerError
 from pylatexenc.macrospec import LatexContextDb, std_macro
 
+from rag.core.text import terminal_text
+
 # LaTeX is parsed only where there is some: most sentences have neither a backslash, a dollar nor
 # LaTeX's opening quotes (``Spreading COVID-19'' reads “Spreading COVID-19”).
 LATEX = re.compile(r"[\\$]|``")
@@ -90,6 +92,18 @@ STYLE_MACROS = frozenset(
 FILE_MACROS = frozenset({"input", "include"})
 
 
+# Link markup an abstract may hold, which a client rendering Markdown or HTML would make live: a Markdown link or
+# image "[label](target)", a reference definition "[x]: target" at a line's start, a tag or autolink "<a href=…>".
+LINK_MARKUP = re.compile(r"(!?)\[(?=[^\]\n]*\]\()|^([ \t]*)\[(?=[^\]\n]*\]:)|<(?=[A-Za-z!/?])", re.MULTILINE)
+
+
+def inert_links(text: str) -> str:
+    """The text with its link markup escaped (`LINK_MARKUP`'s opening character backslashed): what an API sends a
+    client that may render Markdown or HTML, which then shows `[the code](javascript:…)` as written, never live.
+    The answer's own [n] markers are not links and stay as they are."""
+    return LINK_MARKUP.sub(lambda m: f"{m[1] or ''}{m[2] or ''}\\{m[0][-1]}", text)
+
+
 def plain_text(text: str) -> str:
     """The text as it reads: `$\\tau$` -> `τ`, `100\\%` -> `100%`, `\\textbf{1)}` -> `1)`, `**x**` -> `x`."""
     return with_emphasis(latex_to_text(text), strong="{}", em="{}")
@@ -125,6 +139,7 @@ def latex_to_text(text: str) -> str:
     list's titles and abstracts and the seeds with LaTeX, 3,340 texts (17.2 s -> 5.9 s; the map's themes read
     them all), and the same text for every one of them. A sentence whose math or group runs on is parsed with
     the next."""
+    text = terminal_text(text)  # before LaTeX, which would read an escape sequence's "\\" as a macro's
     if not LATEX.search(text):
         return text
     pieces = BETWEEN_SENTENCES.split(text)  # a sentence, the spaces after it, the next sentence, ...

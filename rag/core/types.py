@@ -9,6 +9,7 @@ from typing import Any
 
 from rag.core.export import ExportFormat, export_answer
 from rag.core.markers import cited_numbers
+from rag.core.markup import inert_links
 from rag.core.tables import Table
 from rag.core.text import safe_links as safe_links  # the link check, where it lives
 from rag.core.text import safe_url as safe_url
@@ -294,7 +295,7 @@ class Answer:
         """The answer as the APIs return it (the app's /ask, the `rag` field of /v1 answers, MCP's `ask`)."""
         return {
             "question": self.question,
-            "text": self.text,
+            "text": inert_links(self.text),  # a client may render it as Markdown or HTML
             "cited": self.cited,
             "refused": self.refused,
             "fallback": self.fallback,

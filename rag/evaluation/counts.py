@@ -148,6 +148,7 @@ def admits(filters: dict[str, Any], paper: dict[str, Any]) -> bool:
         return False
     if filters.get("primary_area") and paper.get("primary_area") not in filters["primary_area"]:
         return False
-    if filters.get("author") and filters["author"].lower() not in str(paper.get("authors", "")).lower():
-        return False
+    said = str(filters.get("author", "")).casefold()
+    if said and said not in [name.strip().casefold() for name in str(paper.get("authors", "")).split(";")]:
+        return False  # the exact name, case aside: the figure the product's person match is checked against
     return "has_code" not in filters or bool(paper.get("has_code")) == filters["has_code"]

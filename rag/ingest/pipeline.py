@@ -131,14 +131,14 @@ class _Run:
             if not self._first_sighting(paper):
                 continue
             twin = self.id_of.get(paper.content_hash) or stored_ids.get(paper.content_hash)
-            if twin and twin != paper.paper_id:
-                if paper.has_own_id and twin.startswith(SEED_ID_PREFIX):
-                    replaced.append(twin)  # the same abstract, now with a real id and title: keep this one
-                    self.present.discard(twin)
-                else:
+            if twin and twin != paper.paper_id:  # the same abstract under another id: identity is the id
+                if not paper.has_own_id:  # an abstract without an id of its own, stored under its real one
                     self.report.duplicates += 1
                     self.present.add(twin)
                     continue
+                if twin.startswith(SEED_ID_PREFIX):
+                    replaced.append(twin)  # the same abstract, now with a real id and title: keep this one
+                    self.present.discard(twin)
             self.id_of[paper.content_hash] = paper.paper_id
             self.present.add(paper.paper_id)
             old = stored.get(paper.paper_id)

@@ -2,7 +2,7 @@
 
 A follow-up that refers back to the papers the last answer cited is held to them (rag/question/focus.py);
 any other is rewritten by a model or the rule (rag/question/followup.py). What each answer cited is
-remembered by its text; for an answer given elsewhere, recovered by asking its question again.
+remembered by its conversation; for an answer given elsewhere, recovered by asking its question again.
 """
 
 from __future__ import annotations
@@ -89,10 +89,10 @@ class Conversation:
         sources = self.search(understood.text, None, replace(applied, papers=earlier.focus or applied.papers))
         return tuple(dict.fromkeys(sources[n - 1].paper_id for n in cited_numbers(last.answer, len(sources))))
 
-    def remembering(self, pieces: Iterator[str | Answer]) -> Iterator[str | Answer]:
-        """An answer's stream, passed on; the papers the final answer cites (as numbered) are remembered by its
-        text."""
+    def remembering(self, pieces: Iterator[str | Answer], question: str, history: History) -> Iterator[str | Answer]:
+        """An answer's stream, passed on; the papers the final answer to `question` cites (as numbered) are
+        remembered for this conversation (`history`, then this turn) alone."""
         for piece in pieces:
             if isinstance(piece, Answer):
-                self.memory.remember(piece.text, piece.numbered)
+                self.memory.remember([*as_turns(history), Turn(question, piece.text)], piece.numbered)
             yield piece

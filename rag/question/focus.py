@@ -235,7 +235,9 @@ def by_name(question: str, focused: list[Source]) -> str:
 
 
 class FocusMemory:
-    """The papers each recent answer cited, by its text: the focus a client that sends only text left.
+    """The papers each recent answer cited, by its whole conversation: the focus a client that sends only text
+    left. A conversation's focus is its own: two conversations whose answers read the same (a sentence two
+    abstracts share) are told apart by the turns before.
 
     `cited_again(turns)` recovers what the last of the turns cited when its answer is not remembered
     (given by another process, or long ago): the service reads the answer's [n] markers against the
@@ -246,13 +248,15 @@ class FocusMemory:
 
     def __init__(self, cited_again: Callable[[list[Turn]], tuple[str, ...]]):
         self.cited_again = cited_again
-        self.cited: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self.cited: OrderedDict[tuple[str, ...], tuple[str, ...]] = OrderedDict()
         self.lock = threading.Lock()
 
-    def remember(self, text: str, cited: Sequence[str]) -> None:
+    def remember(self, turns: list[Turn], cited: Sequence[str]) -> None:
+        """The papers the last of the turns (its answer given here) cited."""
+        key = conversation_key(turns)
         with self.lock:
-            self.cited[text] = tuple(cited)
-            self.cited.move_to_end(text)
+            self.cited[key] = tuple(cited)
+            self.cited.move_to_end(key)
             while len(self.cited) > self.KEPT:
                 self.cited.popitem(last=False)
 
@@ -271,7 +275,12 @@ class FocusMemory:
         if last.papers:
             return last.papers
         with self.lock:
-            remembered = self.cited.get(last.answer)
+            remembered = self.cited.get(conversation_key(turns))
         if remembered is not None:
             return remembered
         return self.cited_again(turns)
+
+
+def conversation_key(turns: list[Turn]) -> tuple[str, ...]:
+    """A conversation by every question and answer it holds, spacing aside (as a client sends them back)."""
+    return tuple(" ".join(text.split()) for turn in turns for text in (turn.question, turn.answer))

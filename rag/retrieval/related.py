@@ -83,8 +83,10 @@ class Subject:
 
 
 def checked_text(text: str, what: str) -> str:
-    """A paper's id or title, or an abstract, as given: an empty, garbled or over-long one is an InputError."""
-    if len(text or "") > MAX_ABSTRACT_CHARS:
+    """A paper's id or title, or an abstract, as given: not text, empty, garbled or over-long is an InputError."""
+    if not isinstance(text, str):
+        raise InputError(f"{what} is not text: got {type(text).__name__}")
+    if len(text) > MAX_ABSTRACT_CHARS:
         raise InputError(f"{what} is {len(text):,} characters long; the limit is {MAX_ABSTRACT_CHARS:,}")
     return clean_question(text, MAX_ABSTRACT_CHARS, what)
 

@@ -93,6 +93,9 @@ def test_an_index_built_static_is_read_static_and_answers_from_the_command_line(
     assert answer["sources"][0]["title"] == "Generative Flows on Synthetic Pathway for Drug Design"
     stats = rag("stats", index=index)
     assert "embedding: all-MiniLM-L6-v2 (static)" in stats.stdout.splitlines(), stats.stdout
+    again = rag("ingest", str(SEED_FILE), index=index)  # adds no paper: nothing new for the map to place
+    assert again.returncode == 0, again.stderr
+    assert "0 added" in again.stdout and "19 unchanged" in again.stdout, again.stdout
 
 
 def test_related_papers_of_a_static_index_are_ranked_by_bm25_not_by_the_static_neighbours(static_service):

@@ -99,6 +99,26 @@ def test_the_same_abstract_from_two_files_is_one_paper_under_its_real_id(make_se
     assert service.retrieve("Hanabi card game partners", k=1)[0].title.startswith("Paper")
 
 
+def test_two_papers_of_their_own_ids_sharing_an_abstract_are_both_kept_and_a_re_ingest_is_a_no_op(
+    make_service, tmp_path
+):
+    """Identity is the id: the full list holds three pairs of distinct submissions with one abstract between them."""
+    service = make_service()
+    same = "We study one abstract submitted twice under two titles, about tide pools."
+    path = write_jsonl(
+        tmp_path / "twins.jsonl",
+        [
+            {"id": "t1", "title": "Tide pools I", "abstract": same},
+            {"id": "t2", "title": "Tide pools II", "abstract": same},
+        ],
+    )
+    report = service.ingest([path])
+    assert (report.added, report.duplicates, report.papers) == (2, 0, 2)
+    assert sorted(service.index.all_paper_ids()) == ["t1", "t2"]
+    again = service.ingest([path])
+    assert (again.added, again.updated, again.unchanged, again.papers) == (0, 0, 2, 2)
+
+
 def test_duplicate_ids_with_different_text_keep_the_first_and_strict_stops_without_losing_anything(
     make_service, tmp_path
 ):

@@ -114,16 +114,26 @@ def test_the_focus_is_what_the_last_answer_cited_carried_remembered_or_recovered
         return ("again",)
 
     memory = FocusMemory(cited_again)
-    memory.remember("R3D2 plays Hanabi [1].", ["r3d2"])
-    assert memory.focus_of([Turn("Q", "A [1].", ("carried",))]) == ("carried",)
-    assert memory.focus_of([Turn("Which agent plays Hanabi?", "R3D2 plays Hanabi [1].")]) == ("r3d2",)
-    assert memory.focus_of([Turn("Q", "Given elsewhere [1].")]) == ("again",) and recovered == ["Given elsewhere [1]."]
-    memory.remember("Not answered.", [])
     hanabi = Turn("Which agent plays Hanabi?", "R3D2 plays Hanabi [1].")
+    memory.remember([hanabi], ["r3d2"])
+    assert memory.focus_of([Turn("Q", "A [1].", ("carried",))]) == ("carried",)
+    assert memory.focus_of([Turn("Which agent plays  Hanabi?", "R3D2 plays Hanabi [1].")]) == ("r3d2",)
+    assert memory.focus_of([Turn("Q", "Given elsewhere [1].")]) == ("again",) and recovered == ["Given elsewhere [1]."]
+    for question in ("How many GPU hours did they need?", "Which paper folds proteins?"):
+        memory.remember([hanabi, Turn(question, "Not answered.")], [])
     # a refused follow-up that referred back leaves the focus before it; a refused new topic leaves none
     assert memory.focus_of([hanabi, Turn("How many GPU hours did they need?", "Not answered.")]) == ("r3d2",)
     assert memory.focus_of([hanabi, Turn("Which paper folds proteins?", "Not answered.")]) == ()
     assert memory.focus_of([]) == ()
+
+
+def test_a_conversation_s_focus_is_its_own_when_another_s_answer_reads_the_same():
+    memory = FocusMemory(lambda turns: ("recovered",))
+    same = "Code is available at the project page [1]."
+    memory.remember([Turn("What does RxnFlow release?", same)], ["rxnflow"])
+    memory.remember([Turn("What does NExT-Mol release?", same)], ["nextmol"])
+    assert memory.focus_of([Turn("What does RxnFlow release?", same)]) == ("rxnflow",)
+    assert memory.focus_of([Turn("What does NExT-Mol release?", same)]) == ("nextmol",)
 
 
 def test_a_follow_up_goes_back_to_the_answer_it_names_by_its_place_among_the_lists_or_by_its_words():
