@@ -21,6 +21,7 @@ from rag.core.filters import Filters
 from rag.core.markup import plain_text
 from rag.core.types import Answer, Kind, Source
 from rag.question.filter_words import ACCEPTED, statuses_in
+from rag.question.focus import points_back
 from rag.text.naming import names_in, paper_name
 
 if TYPE_CHECKING:
@@ -78,6 +79,9 @@ def fields_answer(question: Question, tools: Tools) -> Answer:
     if named and len(papers) > 1 and "status" in question.fields:
         having = sum(source.status in named for source in papers)
         lines.insert(0, f"{having} of these {len(papers)} papers have the status {' or '.join(named)}:")
+    if "code" in question.fields and len(papers) > 1:
+        having = sum(bool(source.github) for source in papers)
+        lines.insert(0, f"{having} of these {len(papers)} papers link their code in the abstract:")
     if "status" in question.fields and question.text.lower().lstrip().startswith("why"):
         lines.append(WHY)
     return Answer(question.asked, "\n".join(lines), papers, answered_by="metadata", count=len(papers))
@@ -88,6 +92,7 @@ def _fields(source: Source, fields: tuple[str, ...]) -> str:
         "status": f"status {source.status or 'not stored'}" + (" (accepted)" if source.status in ACCEPTED else ""),
         "primary_area": f"primary area “{html.unescape(source.primary_area) or 'not stored'}”",
         "authors": "authors (in the metadata's order, not the byline's) " + (", ".join(source.authors) or "not stored"),
+        "code": f"code at {', '.join(source.github)}" if source.github else "no code link in its abstract",
     }
     return "; ".join(said[field] for field in fields) + "."
 
@@ -100,7 +105,11 @@ def compare_focus(question: Question, tools: Tools) -> Answer | None:
     pairs: list[tuple[str, Source | None]] = [
         (paper_name(source) or f"“{plain_text(source.title)}”", source) for source in papers
     ]
-    others = [name for name in question.understood.compared if name and name.lower() != pairs[0][0].lower()]
+    others = [
+        name
+        for name in question.understood.compared
+        if name and name.lower() != pairs[0][0].lower() and not points_back(name)  # "it", "this one": the focus
+    ]
     if len(pairs) == 1 and others:
         taken = set(question.focus)
         pairs.append((others[-1], best_for(others[-1], question.filters, tools, taken)))

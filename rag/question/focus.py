@@ -45,7 +45,8 @@ ASKING_WORDS = frozenset(
     "findings propose proposed introduce introduced present presented else another more other exactly kind "
     "kinds type types number many much tell know explain details detail run ran runs conduct conducted "
     "apply applied work works wrote write written authored author authors paper papers similar related like "
-    "closest close differ differs difference differences read first start begin one ones".split()
+    "closest close differ differs difference differences read first start begin one ones anything something next "
+    "along lines".split()
 )
 # A question looking for papers ("Which paper shows that ...", "any other work on ...") asks anew.
 SEEKS_PAPERS = re.compile(r"\b(which|what|any|other|another)\s+(papers?|works?|studies|study)\b", re.IGNORECASE)
@@ -64,6 +65,10 @@ GOES_BACK = re.compile(
 )  # and "back to grokking: …", "going back to the orals — …"
 # An answer that numbers its papers, one a line: a list ("1. RxnFlow [1] …"), a reading list.
 NUMBERED = re.compile(r"^\s*2\. ", re.MULTILINE)
+# A follow-up that sets a paper in focus beside another: "how does it compare to X?", "X vs this one".
+COMPARES = re.compile(
+    r"\b(?:compared?|compares|comparison|vs\.?|versus|differ(?:s|ent|ence)?|stack\s+up|better\s+than)\b", re.I
+)
 EARLIER = {
     "earlier": -1,
     "previous": -1,
@@ -166,6 +171,8 @@ def asks_anew(question: str, focused: list[Source], found: list[Source]) -> bool
     it), given what an unrestricted search of it finds (`found`, best first). The words that point by place
     ("the second one") are no topic."""
     points = points_back(question)
+    if points and COMPARES.search(question):
+        return False  # "how does it compare to NExT-Mol?": the paper in focus beside the one it names
     # The words of a filter name no topic: "which of them were spotlights?", "and the ones by Quanquan Gu?"
     question = AUTHOR.sub(" ", SAID_STATUS.sub(" ", without_pointers(question)))
     if not own_words(question):

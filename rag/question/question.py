@@ -33,11 +33,21 @@ ASKS_FOR_CODE = re.compile(
 # The stored fields a question asks of the papers it points to: "who wrote the first one?", "is the last one an
 # oral?", "which of the first five got accepted?", "what area is the second one in?".
 ASKS_FIELD = {
-    "status": re.compile(r"\b(?:accepted|rejected|withdrawn|orals?|spotlights?|posters?|status)\b", re.I),
+    "status": re.compile(
+        r"\b(?:accepted|rejected|withdrawn|orals?|spotlights?|posters?|status|decision)\b"
+        r"|\b(?:gets?|got)\s+(?:it\s+)?in\b|\b(?:make|makes|made)\s+it\b",  # "did it get in?", "did they make it?"
+        re.I,
+    ),
     "primary_area": re.compile(r"\b(?:primary\s+area|(?:which|what)\s+(?:primary\s+)?(?:area|track))\b", re.I),
     "authors": re.compile(  # not "what do the authors argue": that is the abstract's
         r"\bwho\s+(?:wrote|authored|(?:are|were|is|was)\s+(?:the\s+)?(?:first\s+)?authors?)\b"
-        r"|\b(?:authors?\s+(?:of|list)|(?:written|authored)\s+by)\b",
+        r"|\b(?:authors?\s+(?:of|list)|(?:written|authored)\s+by)\b"
+        r"|\bwhose\s+(?:paper|work|submission|is\s+(?:it|this|that))\b|\bwho\s+(?:is|are|was|were)\s+behind\b",
+        re.I,
+    ),
+    "code": re.compile(  # "which of these release code?", "does it have code?": a GitHub link in the abstract
+        r"\b(?:release[sd]?|share[sd]?|have|has|link(?:s|ed)?\s+to|provide[sd]?|open[- ]sourced?)\s+"
+        r"(?:their\s+|the\s+|its\s+|any\s+|public\s+)?(?:code|github)\b|\bcode\s+(?:available|released|public|out)\b",
         re.I,
     ),
 }

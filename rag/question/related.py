@@ -11,7 +11,12 @@ RELATED_QUESTION = re.compile(
     r"^\W*(?:(?:which|what|find|show|list|give)\s+(?:me\s+)?(?:the\s+)?(?:other\s+)?)?"
     r"(?:(?:[\w-]+\s+){0,2}?(?:papers?|works?|submissions?|ones)\s+(?:are\s+|is\s+)?(?:the\s+)?"
     r"(?:most\s+|more\s+|closely\s+)?(?:similar|related|closest|close)\s+(?:to|with)"
-    r"|(?:more\s+)?(?:papers?|works?)\s+like)\s+(?P<subject>.+?)[\s?.!]*$",
+    r"|(?:more\s+)?(?:papers?|works?)\s+like"
+    # a follow-up's: "more like this one", "anything similar to it?", "others like that paper"
+    r"|(?:(?:show|give|find)\s+(?:me\s+)?)?(?:more|others?|anything|something)\s+(?:like|similar\s+to)(?=\s+(?:this|that|it|them|these|those|the)\b)"
+    r")\s+(?P<subject>.+?)[\s?.!]*$"
+    # "anything similar?", "similar work?", "any similar papers?": like the papers in focus
+    r"|^\W*(?:(?:are\s+there\s+)?any(?:thing)?\s+|other\s+)?similar(?P<subject_none>\s+(?:papers?|works?|studies))?[\s?.!]*$",
     re.IGNORECASE | re.DOTALL,
 )
 # "X but for web navigation", "like X, but in robotics": the papers like X among those on another topic.
@@ -25,7 +30,9 @@ ABSTRACT_WORDS = 30  # a subject this long is an abstract pasted in, not a paper
 def related_question(question: str) -> str | None:
     """What a "papers similar to X" question names as X, or None for any other question."""
     match = RELATED_QUESTION.match(question.strip())
-    return match["subject"].strip(" \"'“”") if match else None
+    if match is None:
+        return None
+    return match["subject"].strip(" \"'“”") if match["subject"] else "it"  # "anything similar?": the focus
 
 
 def pasted_abstract(subject: str) -> str | None:
