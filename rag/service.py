@@ -331,12 +331,18 @@ class RagService:
         return Tools(
             settings=self.config,
             search=self.search,
+            candidates=self.candidates,
             metadata=self.metadata,
             sentence_embeddings=self.sentence_embeddings,
             pipeline=self.pipeline,
             related=partial(find_related, self),
             stored_paper=partial(stored_paper, self),
         )
+
+    def candidates(self, question: str, n: int, filters: Filters) -> list[Source]:
+        """`search` for a list's or count's candidates: n papers, any number, of every paper the filters admit."""
+        with self.reading() as state:
+            return self.retriever.retrieve(question, n, filters, state)
 
     def metadata(self, filters: Filters) -> dict[str, list]:
         """The stored metadata (status, primary_area, authors, ...) of the papers `filters` admit, a list per key."""

@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rag.answering.background import is_background
+from rag.answering.membership import JUDGED_IN, candidates, judged_members
 from rag.answering.overview import overview_answer, too_few_for_themes
 from rag.answering.refusal import evidence_score, refusal_reason
 from rag.core.config import Settings
@@ -28,6 +29,7 @@ from rag.core.filters import Filters
 from rag.core.markup import plain_text
 from rag.core.types import Answer, Kind, Source
 from rag.core.wording import scope
+from rag.question.filter_words import ACCEPTED
 from rag.question.understand import LONG_TOPIC, Topic, Understood
 from rag.text.naming import PROPOSAL
 from rag.text.terms import terms
@@ -45,6 +47,9 @@ def list_kind_answer(question: Question, tools: Tools) -> Answer | None:
     two asks whose topic holds too few papers for themes is a look-up (None), a sentence of its paper per ask."""
     settings, asked = tools.settings, question.understood
     assert asked.topic is not None, "a list, count or overview question has a topic (rag/question/understand.py)"
+    if asked.kind != Kind.OVERVIEW and settings.questions.membership == "judged":  # every paper admitted, judged
+        found = candidates(asked.topic.alternatives, tools.candidates, question.filters)
+        return judged_answer(asked.topic, asked.kind, question.filters, found, settings, question.asked)
     rankings = topic_rankings(asked.topic, question.filters, tools.search, settings)
     listed = list_answer(asked.topic, asked.kind, question.filters, rankings, settings, question.asked)
     if asked.kind != Kind.OVERVIEW:
@@ -138,6 +143,38 @@ def list_answer(
         f"{many} {noun} {'match' if len(listed) > 1 else 'matches'} “{topic.text}”{_within(applied)}{_leaving(topic)}:"
     )
     lines = [head, *(paper_line(number, source, topic.text) for number, source in enumerate(listed, start=1))]
+    return replace(answer, text="\n".join(lines), sources=listed, answered_by="list")
+
+
+def judged_answer(
+    topic: Topic, kind: Kind, applied: Filters, found: dict[str, list[Source]], settings: Settings, question: str
+) -> Answer:
+    """Every paper the judge says is on the topic (rag/answering/membership.py), the most probable first and, at
+    equal probability to a tenth, accepted papers before the others; the first `questions.list_cap` shown, each
+    with why it matches, and every one in the answer's sources (the exports, /v1's `rag`). A count says how many."""
+    judged = [j for j in judged_members(found) if not names(j.source.title, topic.left_out)]
+    judged.sort(key=lambda j: (-round(j.probability, 1), j.source.status not in ACCEPTED, -j.probability))
+    listed = [j.source for j in judged]
+    examined = len({source.paper_id for ranked in found.values() for source in ranked})
+    line = (
+        f"judged: the relevance judge (learned from blind writers' topics) gives each paper listed a probability "
+        f"≥ {JUDGED_IN:.1f} of being on the topic; {examined:,} candidates of {_scope(applied)} were judged"
+        + (f"; left out: papers whose title names “{topic.left_out}”" if topic.left_out else "")
+    )
+    answer = Answer(question, "", [], kind=kind, line=line, count=len(listed))
+    if not listed:
+        text = f"No paper is about “{topic.text}”{_within(applied)}{_leaving(topic)}."
+        closest = next(iter(found.values()), [])[:5]
+        return replace(answer, text=text, sources=closest, refused=True, refusal_reason=line)
+    shown = listed[: settings.questions.list_cap]
+    noun = "paper" if len(listed) == 1 else "papers"
+    head = (
+        f"{len(listed)} {noun} {'match' if len(listed) > 1 else 'matches'} “{topic.text}”{_within(applied)}"
+        f"{_leaving(topic)}" + (f", the first {len(shown)} here:" if len(shown) < len(listed) else ":")
+    )
+    lines = [head, *(paper_line(number, source, topic.text) for number, source in enumerate(shown, start=1))]
+    if len(shown) < len(listed):
+        lines.append(f"… and {len(listed) - len(shown)} more, each in the answer's sources and its exports.")
     return replace(answer, text="\n".join(lines), sources=listed, answered_by="list")
 
 

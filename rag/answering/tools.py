@@ -32,6 +32,7 @@ class Tools:
 
     settings: Settings
     search: Search
+    candidates: Search  # `search` without its cap on k: a list's or count's candidates (rag/answering/membership.py)
     metadata: Callable[[Filters], dict[str, list]]  # filters -> {stored key: one value per paper they admit}
     sentence_embeddings: Embeddings
     pipeline: AnswerPipeline

@@ -189,24 +189,31 @@ def column(spec: FilterField, values: list[Any]) -> np.ndarray:
 
 
 def name_words(name: str) -> tuple[str, ...]:
-    """A person's name as the words it is matched by: case and accents aside, hyphens and full stops as spaces
-    ("Ming-Hsuan Yang" -> ming, hsuan, yang; "Peter Richtárik" -> peter, richtarik)."""
-    plain = unicodedata.normalize("NFKD", name.casefold())
+    """A person's name as the words it is matched by: case and accents aside, a hyphenated name one word, a full
+    stop a space ("Ming-Hsuan Yang" -> minghsuan, yang; "Peter Richtárik" -> peter, richtarik; "R. Salakhutdinov"
+    -> r, salakhutdinov)."""
+    plain = unicodedata.normalize("NFKD", name.casefold().replace("-", "").replace("‐", ""))
     return tuple(re.findall(r"[^\W_]+", "".join(char for char in plain if not unicodedata.combining(char))))
 
 
 def same_person(said: Sequence[str], name: Sequence[str]) -> bool:
-    """Whether the words of a name said (`name_words`) name the person of a stored name's: the same last name, the
-    same first name or its initial ("Y. Bengio"), each middle name said among theirs; one word, the last name.
-    Never a name inside another ("Bo Li" is not "Aobo Li", "Bo Liu" nor "Tingbo Liang")."""
+    """Whether the words of a name said (`name_words`) name the person of a stored name's: the same last name; the
+    same first name or its initial ("Y. Bengio"); each middle name said among theirs, and each of theirs said
+    unless it is an initial ("Ruslan Salakhutdinov" is "Ruslan R. Salakhutdinov", "Xin Wang" is not "Xin Eric
+    Wang"). One word is a last name. Never a name inside another ("Bo Li" is not "Aobo Li", "Bo Liu" nor "Tingbo
+    Liang"), nor a hyphenated first name's part ("Min Zhang" is not "Min-Ling Zhang")."""
     if not said or not name or said[-1] != name[-1]:
         return False
     if len(said) == 1:
         return True
+    if len(name) > 1 and "".join(said[:-1]) == "".join(name[:-1]):  # "Ming Hsuan Yang" for "Ming-Hsuan Yang"
+        return True
     if len(name) == 1 or not _initial_or_same(said[0], name[0]):
         return False
-    middle = name[1:-1]
-    return all(any(_initial_or_same(word, theirs) for theirs in middle) for word in said[1:-1])
+    theirs, ours = name[1:-1], said[1:-1]
+    return all(any(_initial_or_same(word, their) for their in theirs) for word in ours) and all(
+        len(their) == 1 or any(_initial_or_same(word, their) for word in ours) for their in theirs
+    )
 
 
 def _initial_or_same(one: str, other: str) -> bool:

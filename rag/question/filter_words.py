@@ -163,12 +163,13 @@ def stored_author(question: str, authors: Mapping[str, str]) -> tuple[str, tuple
     """The longest run of two to four words of the question that is a stored author's whole name, case aside
     ("sergey levine offline rl papers", "Papers from Song Han on …"), as stored, with its span and the "by" or
     "from" before it; None if no run is. Exact by design: a name is a stored value. A run holding a word of the
-    question's own (`REQUEST_WORDS`: "what", "is", "many", "show") is no name, whatever a record stores."""
+    question's own (`REQUEST_WORDS`: "what", "is", "many", "show"; an initial aside) is no name, whatever a record
+    stores."""
     found = [(m.start(), m.end(), NAME_END.sub("", m.group())) for m in NAME_WORD.finditer(question)]
     for size in (4, 3, 2):
         for i in range(len(found) - size + 1):
             run = found[i : i + size]
-            if any(word.casefold() in REQUEST_WORDS for _, _, word in run):
+            if any(len(word) > 1 and word.casefold() in REQUEST_WORDS for _, _, word in run):
                 continue  # the question's own words ("What is", "How many", "show me all"), whatever is stored
             if name := authors.get(" ".join(word for _, _, word in run).casefold()):
                 start = run[0][0]

@@ -23,7 +23,7 @@ from types import MappingProxyType
 import numpy as np
 
 from rag.core.filters import Filters
-from rag.core.text import EVIDENCE_STOPWORDS
+from rag.core.text import EVIDENCE_STOPWORDS, SEARCH_STOPWORDS
 from rag.core.types import Kind
 from rag.question.filter_words import (
     AREA_FULL,
@@ -169,7 +169,10 @@ def understand(
     author = ""
     by = AUTHOR.search(question)
     named = next((name for name in by.groups() if name), "") if by else ""
-    if by and known_author(named):
+    # Said "by X", X is a name if a stored author is that person; said otherwise ("X's", "did X write"), only a
+    # name a question may say without "by" (`authors`): "… in Diffusion Models'?" names no author.
+    as_name = by is not None and (by["author"] or not authors or named.casefold() in authors)
+    if by and as_name and known_author(named):
         author = named
         cuts.append(by.span())
     elif whole := stored_author(question, authors):
@@ -294,16 +297,25 @@ def _learned_kind(understood: Understood, reader: Reader, features: np.ndarray) 
     return plain if kind == Kind.LOOKUP else understood
 
 
+# Where a rules' topic runs on past its own words into the rest of the question: punctuation, a dash between
+# spaces, "and which/what/how …".
+CLAUSE_BREAK = re.compile(r"[,;:?!]|\s[-–—]\s|\band\s+(?:which|what|how|who|where|when)\b", re.IGNORECASE)
+
+
 def _trims(understood: Understood, span: str) -> bool:
-    """Whether a learned topic only trims words off a description the rules read (a topic of more than
-    `LONG_TOPIC` words, all of the span's among them): the tagger drops words of a long description ("design
-    2D architectural floor plans" lost "plans"), so the description stands; a short topic is a name, and a
-    rules' topic of a few words the span is not inside is leftovers ("how many X papers are there": "there")."""
+    """Whether a learned topic only trims words off the topic the rules read, all of the span's among them: off a
+    description (more than `LONG_TOPIC` words: the tagger drops words, "design 2D architectural floor plans" lost
+    "plans"), or a search word of a topic of one clause (a qualifier: "defenses against backdoor attacks" is not
+    "attacks"); then the rules' topic stands. A rules' topic the span is not inside is leftovers ("how many X
+    papers are there": "there"), and a span that trims only words no search reads ("methods") is the topic."""
     if understood.topic is None:
         return False
     described = set(re.findall(r"[\w-]+", understood.topic.text.lower())) - EVIDENCE_STOPWORDS
     spanned = set(re.findall(r"[\w-]+", span.lower())) - EVIDENCE_STOPWORDS
-    return len(described) > LONG_TOPIC and spanned <= described
+    # A qualifier is a topic's word too: "defenses against backdoor attacks" is not "attacks" (issue 63).
+    dropped = described - spanned - SEARCH_STOPWORDS
+    one_clause = not CLAUSE_BREAK.search(understood.topic.text)  # not "LLM agents, and which ones were they"
+    return spanned <= described and (len(described) > LONG_TOPIC or bool(dropped) and one_clause)
 
 
 def _topic(understood: Understood, span: str) -> Topic:

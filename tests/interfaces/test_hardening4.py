@@ -84,9 +84,11 @@ PEOPLE = {
     "other3": ["Hongbo Li"],
     "other4": ["Bo Liu"],
     "other5": ["Li Bohan"],
+    "other6": ["Bo-Yu Li"],  # a hyphenated first name is one name
+    "other7": ["Bo Xiao Li"],  # a middle name of their own, not said
 }
 TOPICS = ["sea ice", "coral reefs", "glacier melt", "river deltas", "sand dunes", "kelp forests", "salt marshes"]
-TOPICS += ["tundra soils", "mangroves"]
+TOPICS += ["tundra soils", "mangroves", "peat bogs", "ice shelves"]
 
 
 @pytest.fixture(scope="module")
