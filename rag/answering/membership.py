@@ -53,7 +53,8 @@ class Judged:
 def features(topic: str, candidates: list[Source]) -> np.ndarray:
     """One row of `FEATURES` per candidate (in rank order) for the topic."""
     stems = terms(topic)
-    words, pairs = set(stems), set(zip(stems, stems[1:])) or {(stem,) for stem in stems}
+    words = set(stems)
+    pairs: set[tuple[str, ...]] = set(zip(stems, stems[1:])) or {(stem,) for stem in stems}
     best_cosine = max((source.score for source in candidates), default=0.0)
     best_bm25 = max(((source.match.bm25 or 0.0) for source in candidates), default=0.0) or 1.0
     scale = math.log(len(candidates) + 1)
