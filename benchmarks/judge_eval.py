@@ -4,9 +4,10 @@
     python -m benchmarks.judge_eval --index /tmp/fullidx --split test --quiet
 
 Each question is asked as a user asks it (`RagService.answer`, the extractive config), with `questions.membership`
-'judged' (every candidate judged) and, as the baseline of the same run, 'ranked' (the line over the top
-`questions.list_cap` of one search, the default); the papers each answer lists (every one, not the first page) are
-compared with the writer's gold set: recall, precision, and the count's error relative to the gold set's size.
+'judged' (every candidate judged, the default) and, as the baseline of the same run, 'ranked' (the line over the
+top `questions.list_cap` of one search, the default before); the papers each answer lists (every one, not the
+first page) are compared with the writer's gold set: recall, precision, and the count's error relative to the gold
+set's size.
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ def main() -> None:
     parser.add_argument("--split", required=True, choices=["train", "dev", "test"])
     parser.add_argument("--quiet", action="store_true", help="the means only")
     args = parser.parse_args()
-    ranked = RagService(with_overrides("extractive", vectorstore={"path": str(args.index)}))
+    ranked = RagService(
+        with_overrides("extractive", vectorstore={"path": str(args.index)}, questions={"membership": "ranked"})
+    )
     judged = RagService(
         with_overrides("extractive", vectorstore={"path": str(args.index)}, questions={"membership": "judged"})
     )

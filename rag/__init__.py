@@ -65,7 +65,7 @@ def get_service(config: str | Settings | None = None) -> RagService:
 
     The same settings get the same service; the few most recently used are kept.
     """
-    from rag.service import get_service as shared  # on first call: it imports the pipeline's libraries
+    from rag.services import get_service as shared  # on first call: it imports the pipeline's libraries
 
     return shared(config)
 

@@ -19,7 +19,8 @@ from rag.core.config import K, Settings
 from rag.core.errors import InputError
 from rag.core.filters import Filters, FilterSpec, as_filters, given_filters
 from rag.core.types import Answer, Source
-from rag.service import RagService, get_service
+from rag.service import RagService
+from rag.services import get_service
 
 
 class PaperRetriever(BaseRetriever):

@@ -9,8 +9,6 @@ process wrote to, in `rag.index.access`.
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Generator, Iterable, Iterator
 from contextlib import contextmanager
 from functools import cached_property, partial
@@ -383,24 +381,3 @@ class RagService:
         """Follow-ups made self-contained: held to the papers in focus, or rewritten (rag/question/conversation.py)."""
         reads = lambda: self.config.questions.understand  # noqa: E731 - the config may change when the index opens
         return Conversation(self.search, self.understand, self.clean_question, lambda: self.provider, reads)
-
-
-_SERVICES_KEPT = 4
-_services: OrderedDict[str, RagService] = OrderedDict()
-_services_lock = threading.Lock()
-
-
-def get_service(config: str | Settings | None = None) -> RagService:
-    """The shared service for a config name, path or Settings (None: $RAG_CONFIG, else default).
-
-    The same settings get the same service; the few most recently used are kept (for LangChain's classes, /v1).
-    """
-    settings = load_config(config)
-    key = settings.model_dump_json()
-    with _services_lock:  # one service per settings, even when threads ask for it at once
-        if key not in _services:
-            _services[key] = RagService(settings)
-            if len(_services) > _SERVICES_KEPT:
-                _services.popitem(last=False)
-        _services.move_to_end(key)
-        return _services[key]

@@ -424,7 +424,7 @@ def test_the_app_binds_loopback_unless_told_and_warns_loudly_when_open(monkeypat
 
     started = []
 
-    def fake_launch(demo, host, port, share=False, auth=None, block=True):
+    def fake_launch(demo, host, port, share=False, auth=None, block=True, trusted_proxies=()):
         started.append((host, share, auth, capsys.readouterr().err))  # what was printed before it started
         return f"http://{host}:{port}/"
 

@@ -34,7 +34,8 @@ from rag.core.errors import InputError, RagError, StoreError, first_problem
 from rag.core.filters import Filters, FilterSpec, as_filters
 from rag.core.markup import inert_links
 from rag.core.types import Answer
-from rag.service import RagService, get_service
+from rag.service import RagService
+from rag.services import get_service
 from ui.guard import MAX_CALL_BYTES
 from ui.map_api import add_map_route
 from ui.related_api import add_related_route

@@ -25,7 +25,6 @@ rag/text/words.py.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import partial
@@ -44,10 +43,8 @@ from rag.core.markers import split_sentences
 from rag.core.types import Source
 from rag.question.asks import Ask, AskKind
 from rag.question.question import Question
-from rag.text.naming import mentions, named_by, paper_name, says_name
+from rag.text.naming import RELEASE, mentions, named_by, paper_name, says_name
 from rag.text.words import acronyms, content_stems, source_sentences, spelled_out
-
-WEB_ADDRESS = re.compile(r"https?://|www\.", re.I)
 
 # The share of a sentence's content words a sentence of an earlier answer holds when it says the same.
 REPEATED = 0.8
@@ -347,8 +344,9 @@ class SentenceCandidate:
 
 
 def unasked_link(question: Question, sentence: str) -> bool:
-    """A web address the question doesn't ask for: "The code is available at https://…" answers only about code."""
-    return not question.code_asked and bool(WEB_ADDRESS.search(sentence))
+    """A web address or a release the question doesn't ask for: "The code is available at https://…", "Code and
+    model will be publicly released upon publication." answer only about code."""
+    return not question.code_asked and bool(RELEASE.search(sentence))
 
 
 def may_quote(question: Question, sentence: str) -> bool:

@@ -30,8 +30,9 @@ from rag.core.markup import plain_text
 from rag.core.types import Answer, Kind, Source
 from rag.core.wording import scope
 from rag.question.filter_words import ACCEPTED
-from rag.question.understand import LONG_TOPIC, Topic, Understood
-from rag.text.naming import PROPOSAL
+from rag.question.spans import LONG_TOPIC
+from rag.question.understand import Topic, Understood
+from rag.text.naming import PROPOSAL, RELEASE
 from rag.text.terms import terms
 from rag.text.words import source_sentences
 
@@ -47,11 +48,12 @@ def list_kind_answer(question: Question, tools: Tools) -> Answer | None:
     two asks whose topic holds too few papers for themes is a look-up (None), a sentence of its paper per ask."""
     settings, asked = tools.settings, question.understood
     assert asked.topic is not None, "a list, count or overview question has a topic (rag/question/understand.py)"
-    if asked.kind != Kind.OVERVIEW and settings.questions.membership == "judged":  # every paper admitted, judged
+    if settings.questions.membership == "judged":  # every paper the filters admit, judged
         found = candidates(asked.topic.alternatives, tools.candidates, question.filters)
-        return judged_answer(asked.topic, asked.kind, question.filters, found, settings, question.asked)
-    rankings = topic_rankings(asked.topic, question.filters, tools.search, settings)
-    listed = list_answer(asked.topic, asked.kind, question.filters, rankings, settings, question.asked)
+        listed = judged_answer(asked.topic, asked.kind, question.filters, found, settings, question.asked)
+    else:
+        rankings = topic_rankings(asked.topic, question.filters, tools.search, settings)
+        listed = list_answer(asked.topic, asked.kind, question.filters, rankings, settings, question.asked)
     if asked.kind != Kind.OVERVIEW:
         return listed
     if len(question.asks) > 1 and too_few_for_themes(listed):  # a non-refused list holds a paper at least
@@ -152,7 +154,11 @@ def judged_answer(
     """Every paper the judge says is on the topic (rag/answering/membership.py), the most probable first and, at
     equal probability to a tenth, accepted papers before the others; the first `questions.list_cap` shown, each
     with why it matches, and every one in the answer's sources (the exports, /v1's `rag`). A count says how many."""
-    judged = [j for j in judged_members(found) if not names(j.source.title, topic.left_out)]
+    judged = [  # a paper that could not answer a look-up on the topic is not about it (refusal's line)
+        j
+        for j in judged_members(found)
+        if not names(j.source.title, topic.left_out) and refusal_reason([j.source], settings.retrieval) is None
+    ]
     judged.sort(key=lambda j: (-round(j.probability, 1), j.source.status not in ACCEPTED, -j.probability))
     listed = [j.source for j in judged]
     examined = len({source.paper_id for ranked in found.values() for source in ranked})
@@ -170,11 +176,12 @@ def judged_answer(
     noun = "paper" if len(listed) == 1 else "papers"
     head = (
         f"{len(listed)} {noun} {'match' if len(listed) > 1 else 'matches'} “{topic.text}”{_within(applied)}"
-        f"{_leaving(topic)}" + (f", the first {len(shown)} here:" if len(shown) < len(listed) else ":")
+        f"{_leaving(topic)}:"
     )
     lines = [head, *(paper_line(number, source, topic.text) for number, source in enumerate(shown, start=1))]
     if len(shown) < len(listed):
-        lines.append(f"… and {len(listed) - len(shown)} more, each in the answer's sources and its exports.")
+        lines.append(f"… and {len(listed) - len(shown)} more: the first {len(shown)} shown, every one in the answer's "
+                     "sources and its exports.")  # fmt: skip
     return replace(answer, text="\n".join(lines), sources=listed, answered_by="list")
 
 
@@ -207,7 +214,8 @@ def compare_answer(question: Question, pairs: list[tuple[str, Source | None]]) -
 def best_sentence(source: Source, topic: str) -> str:
     """The sentence of the source's passages that shows the paper is on the topic and what it does: of those
     holding at least half as many of the topic's words as the one holding most (one at least), the one that
-    says what the paper does ("We propose …"); else the one holding most. On a tie, one that is not background
+    says what the paper does ("We propose …"); else the one holding most; never where the code is or that it will
+    be released (`RELEASE`) while another sentence is there. On a tie, one that is not background
     (an abstract's opening, "Recent … have achieved …"), then the first. An abstract's opening restates its
     field, so it often holds the topic's words best while saying nothing of the paper."""
     wanted = set(terms(topic))
@@ -215,10 +223,10 @@ def best_sentence(source: Source, topic: str) -> str:
     held = {position: len(wanted & set(terms(sentence))) for position, sentence in sentences}
     enough = max(1, max(held.values(), default=0) / 2)
 
-    def merit(item: tuple[int, str]) -> tuple[bool, int, bool]:
+    def merit(item: tuple[int, str]) -> tuple[bool, bool, int, bool]:
         position, sentence = item
         doing = held[position] >= enough and bool(PROPOSAL.search(sentence))
-        return doing, held[position], not is_background(position, sentence)
+        return not RELEASE.search(sentence), doing, held[position], not is_background(position, sentence)
 
     return plain_text(max(sentences, key=merit)[1]) if sentences else ""
 

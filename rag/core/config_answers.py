@@ -207,11 +207,11 @@ class QuestionsConfig(Section):
         "embedding model, whose vectors they read), or 'rules', the patterns of rag/question/understand.py alone.",
     )
     list_cap: int = Field(50, ge=1, le=50, description="Most papers a list or count answer ranks and shows.")
-    membership: Literal["ranked", "judged"] = Field(
-        "ranked",
-        description="How a list or count decides its papers: 'ranked', the line below over the top list_cap of one "
-        "search; 'judged', every candidate of the whole (filtered) index judged by the learned relevance judge "
-        "(rag/answering/membership.py; not yet the default: docs/evaluation.md has its figures).",
+    membership: Literal["judged", "ranked"] = Field(
+        "judged",
+        description="How a list or count decides its papers: 'judged', every candidate of the whole (filtered) index "
+        "judged by the learned relevance judge (rag/answering/membership.py); 'ranked', the line below over the top "
+        "list_cap of one search (the earlier way; docs/evaluation.md compares them).",
     )
     # The line for "about the topic", chosen on the dev split of tests/eval/list_questions.jsonl with
     # benchmarks/lists.py (docs/evaluation.md): a paper is listed when all three hold.

@@ -36,6 +36,7 @@ import numpy as np
 
 from rag.core.errors import StoreError
 from rag.core.filters import FIELDS, Filters, column
+from rag.index.authors import sayable_names
 from rag.index.store import Revision
 from rag.text.terms import terms
 
@@ -180,25 +181,8 @@ class Bm25Index:
 
     @functools.cached_property
     def author_names(self) -> dict[str, str]:
-        """Every stored author's name, casefolded, to the name as stored ("sergey levine" -> "Sergey Levine"), that
-        a question may say without "by": not one whose every word is a word of many abstracts ("Graph Neural",
-        "Diffusion Models": a record's names never outrank a question's topic)."""
-        names = {
-            name.casefold(): name
-            for authors in self.fields["authors"]
-            for name in (part.strip() for part in str(authors or "").split(";"))
-            if name
-        }
-        return {said: name for said, name in names.items() if not all(map(self._common, said.split()))}
-
-    def _common(self, word: str) -> bool:
-        """Whether a word is one of many abstracts' (at least 1 in 100), once stemmed; a stop word is."""
-        stems = terms(word)
-        if not stems:
-            return True
-        column = self.bm25.vocab_dict.get(stems[0])
-        indptr = self.bm25.scores["indptr"]
-        return column is not None and indptr[column + 1] - indptr[column] >= len(self.ids) / 100
+        """The stored authors' names a question may say without "by" (rag/index/authors.py), casefolded, as stored."""
+        return sayable_names(self.fields["authors"], self.bm25, len(self.ids))
 
     def names_person(self, name: str) -> bool:
         """Whether a stored author is the person `name` names (`same_person`: a whole name, initials aside)."""

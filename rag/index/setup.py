@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
@@ -375,3 +376,18 @@ def index_files(store: VectorstoreConfig, collection: str, lexical_cache: Path) 
         return IndexFiles(store.path / CHROMA_DATABASE, store.path / f"{collection}-bm25")
     server = re.sub(r"[^A-Za-z0-9.-]+", "_", f"{store.host}-{store.port}-{store.tenant}-{store.database}")
     return IndexFiles(None, lexical_cache / server / f"{collection}-bm25")
+
+
+def unshared_spelling(path: Path) -> str:
+    """The folder's name as no open client of this process spells it ("/index", "/index/.", "/index/./.", …).
+
+    Chroma keeps one System per folder name in a process, and a client's close stops it only when no other client
+    holds it: with a second service over the same folder (a /v1 request naming another config), a re-open after
+    another process wrote (rag/index/access.py) got the stale vectors back ("Error finding id"). A name of its own
+    gives each client its own System, as if it were another process's."""
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    spelled = str(path)
+    while spelled in SharedSystemClient._identifier_to_system:
+        spelled = os.path.join(spelled, ".")
+    return spelled

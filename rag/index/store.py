@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -26,7 +25,7 @@ from rag.core.errors import StoreError, first_line
 from rag.core.papers import PaperRecord
 from rag.core.text import safe_links
 from rag.core.types import Source
-from rag.index.setup import IndexSetup, check_can_write, check_index_folder
+from rag.index.setup import IndexSetup, check_can_write, check_index_folder, unshared_spelling
 
 DELETE_BATCH = 500
 # A file written this recently may be written again within the same tick of the file system's clock
@@ -67,21 +66,6 @@ def open_client(config: VectorstoreConfig):
         raise StoreError(f"cannot reach the Chroma server at {config.host}:{config.port}: {first_line(err)}") from None
     bound_waits(client, config.timeout)
     return ServerCalls(client, f"{config.host}:{config.port}", config.retries)
-
-
-def unshared_spelling(path: Path) -> str:
-    """The folder's name as no open client of this process spells it ("/index", "/index/.", "/index/./.", …).
-
-    Chroma keeps one System per folder name in a process, and a client's close stops it only when no other client
-    holds it: with a second service over the same folder (a /v1 request naming another config), a re-open after
-    another process wrote (rag/index/access.py) got the stale vectors back ("Error finding id"). A name of its own
-    gives each client its own System, as if it were another process's."""
-    from chromadb.api.shared_system_client import SharedSystemClient
-
-    spelled = str(path)
-    while spelled in SharedSystemClient._identifier_to_system:
-        spelled = os.path.join(spelled, ".")
-    return spelled
 
 
 def bound_waits(client, seconds: float) -> None:

@@ -46,7 +46,10 @@ ASKING_WORDS = frozenset(
     "kinds type types number many much tell know explain details detail run ran runs conduct conducted "
     "apply applied work works wrote write written authored author authors paper papers similar related like "
     "closest close differ differs difference differences read first start begin one ones anything something next "
-    "along lines".split()
+    "along lines "
+    # a stored field's words: "what's its status?", "which area was it submitted to?", "is their code public?"
+    "status decision accepted rejected withdrawn oral spotlight poster area primary track submitted github "
+    "public release released share behind".split()
 )
 # A question looking for papers ("Which paper shows that ...", "any other work on ...") asks anew.
 SEEKS_PAPERS = re.compile(r"\b(which|what|any|other|another)\s+(papers?|works?|studies|study)\b", re.IGNORECASE)

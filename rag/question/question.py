@@ -42,7 +42,7 @@ ASKS_FIELD = {
     "authors": re.compile(  # not "what do the authors argue": that is the abstract's
         r"\bwho\s+(?:wrote|authored|(?:are|were|is|was)\s+(?:the\s+)?(?:first\s+)?authors?)\b"
         r"|\b(?:authors?\s+(?:of|list)|(?:written|authored)\s+by)\b"
-        r"|\bwhose\s+(?:paper|work|submission|is\s+(?:it|this|that))\b|\bwho\s+(?:is|are|was|were)\s+behind\b",
+        r"|\bwhose\s+(?:paper|work|submission|is\s+(?:it|this|that))\b|\bwho(?:['’]s|\s+(?:is|are|was|were))\s+behind\b",
         re.I,
     ),
     "code": re.compile(  # "which of these release code?", "does it have code?": a GitHub link in the abstract

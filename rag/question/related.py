@@ -16,7 +16,10 @@ RELATED_QUESTION = re.compile(
     r"|(?:(?:show|give|find)\s+(?:me\s+)?)?(?:more|others?|anything|something)\s+(?:like|similar\s+to)(?=\s+(?:this|that|it|them|these|those|the)\b)"
     r")\s+(?P<subject>.+?)[\s?.!]*$"
     # "anything similar?", "similar work?", "any similar papers?": like the papers in focus
-    r"|^\W*(?:(?:are\s+there\s+)?any(?:thing)?\s+|other\s+)?similar(?P<subject_none>\s+(?:papers?|works?|studies))?[\s?.!]*$",
+    r"|^\W*(?:(?:are\s+there\s+)?any(?:thing)?\s+|other\s+)?similar(?P<subject_none>\s+(?:papers?|works?|studies))?[\s?.!]*$"
+    # "what else should I read like this one?", "other optimizer papers in the same vein?", "… along these lines"
+    r"|^\W*(?:what|anything|any|other|more)\b[^?]{0,60}?\b(?:in\s+the\s+same\s+vein|along\s+(?:these|the\s+same)\s+"
+    r"lines|on\s+this\s+(?:topic|problem)|like\s+(?:this|that|it)(?:\s+one|\s+paper|\s+work)?)[\s?.!]*$",
     re.IGNORECASE | re.DOTALL,
 )
 # "X but for web navigation", "like X, but in robotics": the papers like X among those on another topic.

@@ -23,7 +23,6 @@ from types import MappingProxyType
 import numpy as np
 
 from rag.core.filters import Filters
-from rag.core.text import EVIDENCE_STOPWORDS, SEARCH_STOPWORDS
 from rag.core.types import Kind
 from rag.question.filter_words import (
     AREA_FULL,
@@ -52,11 +51,11 @@ from rag.question.filter_words import (
 from rag.question.learned import Reader, shipped
 from rag.question.overview_words import asks_about_evaluation, asks_for_overview, overview_topic
 from rag.question.related import but_for, pasted_abstract, related_question
+from rag.question.spans import trims
 from rag.question.tally import COUNT, SEVERAL, Tally, tally_of, told_tally
 
 LEAD_IN = re.compile(r"^(?:(?:in|on|about|of|for|the|regarding|around|into|within|to)\s+)+", re.IGNORECASE)
 RATE_WORD = re.compile(rf"\s+(?:{SHARE_WORDS})\b", re.IGNORECASE)  # after a decision: "acceptance rate"
-LONG_TOPIC = 6  # words: a longer topic is a description ("generate DAGs by combining …"), not a name
 TOPICAL = (Kind.LIST, Kind.COUNT, Kind.OVERVIEW, Kind.READING_LIST)  # the kinds about a topic's papers
 LIST = re.compile(
     rf"^\W*(?:(?:which|what)\s+{SEVERAL}|{SEVERAL}\s+(?=about|on|that|which|with|by)"
@@ -275,7 +274,9 @@ def _learned_kind(understood: Understood, reader: Reader, features: np.ndarray) 
     if kind == understood.kind:  # the rules' reading, with the learned topic ("how many X papers are there": X)
         span = reader.spans(understood.text, kind).topic if kind in TOPICAL else ""
         return (
-            replace(understood, topic=_topic(understood, span)) if span and not _trims(understood, span) else understood
+            replace(understood, topic=_topic(understood, span))
+            if span and not (understood.topic and trims(understood.topic.text, span))
+            else understood
         )
     spans = reader.spans(understood.question, kind)
     plain = replace(understood, kind=kind, topic=None, subject="", pasted=None, tally=None, compared=())
@@ -295,27 +296,6 @@ def _learned_kind(understood: Understood, reader: Reader, features: np.ndarray) 
     if kind == Kind.READING_LIST:  # "which of these should I read first?": of the papers in focus, if any
         return plain
     return plain if kind == Kind.LOOKUP else understood
-
-
-# Where a rules' topic runs on past its own words into the rest of the question: punctuation, a dash between
-# spaces, "and which/what/how …".
-CLAUSE_BREAK = re.compile(r"[,;:?!]|\s[-–—]\s|\band\s+(?:which|what|how|who|where|when)\b", re.IGNORECASE)
-
-
-def _trims(understood: Understood, span: str) -> bool:
-    """Whether a learned topic only trims words off the topic the rules read, all of the span's among them: off a
-    description (more than `LONG_TOPIC` words: the tagger drops words, "design 2D architectural floor plans" lost
-    "plans"), or a search word of a topic of one clause (a qualifier: "defenses against backdoor attacks" is not
-    "attacks"); then the rules' topic stands. A rules' topic the span is not inside is leftovers ("how many X
-    papers are there": "there"), and a span that trims only words no search reads ("methods") is the topic."""
-    if understood.topic is None:
-        return False
-    described = set(re.findall(r"[\w-]+", understood.topic.text.lower())) - EVIDENCE_STOPWORDS
-    spanned = set(re.findall(r"[\w-]+", span.lower())) - EVIDENCE_STOPWORDS
-    # A qualifier is a topic's word too: "defenses against backdoor attacks" is not "attacks" (issue 63).
-    dropped = described - spanned - SEARCH_STOPWORDS
-    one_clause = not CLAUSE_BREAK.search(understood.topic.text)  # not "LLM agents, and which ones were they"
-    return spanned <= described and (len(described) > LONG_TOPIC or bool(dropped) and one_clause)
 
 
 def _topic(understood: Understood, span: str) -> Topic:

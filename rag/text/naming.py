@@ -139,3 +139,13 @@ def names_in(text: str) -> list[str]:
     (RxnFlow, GPT-4o, MoE++, Proteina, SANA)."""
     words = (word.strip(".,;:!?\"'“”") for word in re.findall(r"(?<=\s)[\w+.-]*[A-Z0-9][\w+.-]*", text))
     return list(dict.fromkeys(word for word in words if word))
+
+
+WEB_ADDRESS = re.compile(r"https?://|www\.", re.I)
+# A sentence that says where the code is, or that it will be released: no answer but to "is there code?"
+# ("Code and model will be publicly released upon publication.", "Our code can be seen in https://…").
+RELEASE = re.compile(
+    WEB_ADDRESS.pattern + r"|\b(?:code|codes|weights|implementations?|checkpoints?)\b[^.]{0,60}?"
+    r"\b(?:publicly\s+|openly\s+)?(?:released|available|open[- ]sourced|accessible)\b",
+    re.I,
+)

@@ -123,7 +123,7 @@ def test_a_second_ask_on_a_topic_too_small_for_themes_is_answered_from_its_paper
 def test_a_topic_no_paper_is_about_is_refused_as_a_list_would_be(moe):
     answer = moe.answer("What are the main approaches to knitting patterns for garments?")
     assert answer.kind == "overview" and answer.refused and answer.themes == []
-    assert answer.refusal_reason == answer.line and answer.line.startswith("listed: evidence")
+    assert answer.refusal_reason == answer.line and answer.line.startswith("judged: the relevance judge")
 
 
 def test_a_lookup_and_a_list_are_not_overviews(moe):

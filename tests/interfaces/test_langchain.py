@@ -72,7 +72,7 @@ def test_filters_from_the_constructor_or_the_call(seeded, make_service, tmp_path
 def test_bad_input_raises_the_usual_exceptions(seeded):
     with pytest.raises(InputError, match="empty"):
         PaperRetriever(service=seeded).invoke("  ")
-    with pytest.raises(ValidationError, match="stats"):
+    with pytest.raises(InputError, match="stats"):  # one InputError naming the field (issue 65)
         PaperRetriever(service=seeded).invoke(RXNFLOW, filters={"stats": ["Oral"]})
     with pytest.raises(ValidationError):
         PaperRetriever(service=seeded, k=0)

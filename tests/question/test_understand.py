@@ -224,7 +224,10 @@ def test_a_count_says_how_many_and_how_the_line_was_drawn(moe):
     assert {source.status for source in answer.listed} == {"Poster"}
     head = answer.text.splitlines()[0]
     assert head == f"{answer.count} papers match “mixture-of-experts” among the papers with status: Poster:"
-    assert answer.line.startswith("listed: evidence") and "best-ranked of the papers with status: Poster" in answer.line
+    assert (
+        answer.line.startswith("judged: the relevance judge")
+        and "of the papers with status: Poster were" in answer.line
+    )
 
 
 def test_literal_questions_and_explicit_filters(moe):
@@ -237,7 +240,7 @@ def test_literal_questions_and_explicit_filters(moe):
 def test_a_topic_no_paper_is_about_is_refused_with_the_line(moe):
     answer = moe.answer("Which oral papers are about knitting patterns for garments?")
     assert answer.refused and answer.count == 0 and answer.refusal_reason == answer.line
-    assert answer.line.startswith("listed: evidence (best passage similarity + share of the topic's words) ≥ 0.90")
+    assert answer.line.startswith("judged: the relevance judge (learned from blind writers' topics)")
 
 
 def test_the_cli_names_the_understood_filters_and_json_carries_them(moe_index):
@@ -252,7 +255,7 @@ def test_the_cli_names_the_understood_filters_and_json_carries_them(moe_index):
     literal = rag("ask", question, "--no-understand", index=moe_index).stdout
     assert "understood" not in literal
     counted = rag("ask", "How many poster papers use mixture-of-experts?", index=moe_index).stdout
-    assert "\n(listed: evidence (best passage similarity" in counted
+    assert "\n(judged: the relevance judge" in counted
 
 
 def test_by_counts_only_for_an_author_the_index_holds(moe):

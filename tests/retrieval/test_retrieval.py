@@ -104,9 +104,9 @@ def test_filters_restrict_every_mode(listed, mode):
     assert area and all(source.metadata["primary_area"] == AREAS[1] for source in area)
     coded = service.retrieve(question, k=5, filters=Filters(has_code=True))
     assert coded and all(source.metadata["has_code"] and source.metadata["github"] for source in coded)
-    shared = service.retrieve(question, k=5, filters=Filters(author="shared pers"))
+    shared = service.retrieve(question, k=5, filters=Filters(author="shared person"))
     assert shared and all("Shared Person" in source.metadata["authors"] for source in shared)
-    both = service.retrieve(question, k=5, filters=Filters(status=("Oral",), author="shared pers"))
+    both = service.retrieve(question, k=5, filters=Filters(status=("Oral",), author="Shared Person"))
     assert all(s.metadata["status"] == "Oral" and "Shared Person" in s.metadata["authors"] for s in both)
     # The filter removes the unfiltered top paper rather than hiding it after the cut.
     top = service.retrieve("Hanabi card game agents", k=1)[0]
