@@ -2,6 +2,7 @@
 
     python -m benchmarks.judge_eval --index /tmp/fullidx --split dev         # per topic, then the means
     python -m benchmarks.judge_eval --index /tmp/fullidx --split test --quiet
+    python -m benchmarks.judge_eval --index /tmp/fullidx --split dev --questions tests/eval/list_questions.jsonl
 
 Each question is asked as a user asks it (`RagService.answer`, the extractive config), with `questions.membership`
 'judged' (every candidate judged, the default) and, as the baseline of the same run, 'ranked' (the line over the
@@ -13,6 +14,7 @@ set's size.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
 from pathlib import Path
@@ -35,6 +37,9 @@ def main() -> None:
     parser.add_argument("--index", type=Path, required=True, help="an index folder holding the full list")
     parser.add_argument("--split", required=True, choices=["train", "dev", "test"])
     parser.add_argument("--quiet", action="store_true", help="the means only")
+    parser.add_argument(
+        "--questions", type=Path, help="another file of list and count questions with gold sets (list_questions.jsonl)"
+    )
     args = parser.parse_args()
     ranked = RagService(
         with_overrides("extractive", vectorstore={"path": str(args.index)}, questions={"membership": "ranked"})
@@ -45,7 +50,7 @@ def main() -> None:
     for service in (ranked, judged):
         service.answer("warm up: which papers study grokking?")
     rows, seconds = [], []
-    for topic in topics(args.split):
+    for topic in questions(args.questions, args.split) if args.questions else topics(args.split):
         gold = set(topic["gold"])
         before = scores({source.paper_id for source in ranked.answer(topic["question"]).listed}, gold)
         start = time.perf_counter()
@@ -67,9 +72,15 @@ def main() -> None:
           f"answer p50 {statistics.median(seconds):.2f} s, p90 {p90:.2f} s")  # fmt: skip
 
 
+def questions(path: Path, split: str) -> list[dict]:
+    """The list and count questions of one split of another file of the same shape."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [row for row in rows if row.get("split") == split and row.get("kind") in ("list", "count")]
+
+
 def filters_right(answer, topic: dict) -> bool:
     said = {key: sorted(value) if isinstance(value, list) else value for key, value in answer.filters.items()}
-    gold = {key: sorted(value) for key, value in topic["filters"].items() if value}
+    gold = {key: sorted(value) if isinstance(value, list) else value for key, value in topic["filters"].items() if value}
     return said == gold
 
 
