@@ -136,16 +136,8 @@ def list_answer(
         + (f"; left out: papers whose title names “{topic.left_out}”" if topic.left_out else "")
     )
     answer = Answer(question, "", [], kind=kind, line=line, count=len(listed))
-    if not listed:
-        text = f"No paper is about “{topic.text}”{_within(applied)}{_leaving(topic)}."
-        return replace(answer, text=text, sources=ranked[:5], refused=True, refusal_reason=line)
     many = f"at least {len(listed)}" if len(ranked) >= cap and len(listed) == len(ranked) else str(len(listed))
-    noun = "paper" if len(listed) == 1 else "papers"
-    head = (
-        f"{many} {noun} {'match' if len(listed) > 1 else 'matches'} “{topic.text}”{_within(applied)}{_leaving(topic)}:"
-    )
-    lines = [head, *(paper_line(number, source, topic.text) for number, source in enumerate(listed, start=1))]
-    return replace(answer, text="\n".join(lines), sources=listed, answered_by="list")
+    return _listing(answer, topic, applied, listed, listed, many, ranked[:5])
 
 
 def judged_answer(
@@ -168,15 +160,27 @@ def judged_answer(
         + (f"; left out: papers whose title names “{topic.left_out}”" if topic.left_out else "")
     )
     answer = Answer(question, "", [], kind=kind, line=line, count=len(listed))
+    closest = next(iter(found.values()), [])[:5]
+    return _listing(answer, topic, applied, listed, listed[: settings.questions.list_cap], str(len(listed)), closest)
+
+
+def _listing(
+    answer: Answer,
+    topic: Topic,
+    applied: Filters,
+    listed: list[Source],
+    shown: list[Source],
+    many: str,
+    closest: list[Source],
+) -> Answer:
+    """A list's or count's answer (its line set): refused, naming the `closest` papers, when none is `listed`; else
+    how `many` match, a line for each paper `shown` and, when some are not, how many more the sources hold."""
     if not listed:
         text = f"No paper is about “{topic.text}”{_within(applied)}{_leaving(topic)}."
-        closest = next(iter(found.values()), [])[:5]
-        return replace(answer, text=text, sources=closest, refused=True, refusal_reason=line)
-    shown = listed[: settings.questions.list_cap]
+        return replace(answer, text=text, sources=closest, refused=True, refusal_reason=answer.line)
     noun = "paper" if len(listed) == 1 else "papers"
     head = (
-        f"{len(listed)} {noun} {'match' if len(listed) > 1 else 'matches'} “{topic.text}”{_within(applied)}"
-        f"{_leaving(topic)}:"
+        f"{many} {noun} {'match' if len(listed) > 1 else 'matches'} “{topic.text}”{_within(applied)}{_leaving(topic)}:"
     )
     lines = [head, *(paper_line(number, source, topic.text) for number, source in enumerate(shown, start=1))]
     if len(shown) < len(listed):
