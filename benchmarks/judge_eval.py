@@ -80,7 +80,8 @@ def questions(path: Path, split: str) -> list[dict]:
 
 def filters_right(answer, topic: dict) -> bool:
     said = {key: sorted(value) if isinstance(value, list) else value for key, value in answer.filters.items()}
-    gold = {key: sorted(value) if isinstance(value, list) else value for key, value in topic["filters"].items() if value}
+    gold = {key: sorted(value) if isinstance(value, list) else value for key, value in topic["filters"].items()}
+    gold = {key: value for key, value in gold.items() if value}
     return said == gold
 
 
