@@ -16,9 +16,11 @@ leaves out ("…, excluding LLMs") is left out of the list: the papers whose tit
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from rag.answering.asks import NUMBER, RESULT_WORDS
 from rag.answering.background import is_background
 from rag.answering.membership import JUDGED_IN, candidates, judged_members
 from rag.answering.overview import overview_answer, too_few_for_themes
@@ -190,7 +192,8 @@ def _listing(
 
 
 def compare_answer(question: Question, pairs: list[tuple[str, Source | None]]) -> Answer:
-    """The two named papers side by side: each one's sentence that best matches the question, cited."""
+    """The two named papers side by side: each one's sentence that best matches the question, then what it was
+    evaluated on and what it found (`aspects`), each cited."""
     sources = [source for _, source in pairs if source is not None]
     lines = []
     for name, source in pairs:
@@ -203,6 +206,7 @@ def compare_answer(question: Question, pairs: list[tuple[str, Source | None]]) -
             lines.append(
                 f"{name} ({title}): {sentence} [{number}]" if name != title else f"{title}: {sentence} [{number}]"
             )
+            lines += [f"  {aspect}: {said} [{number}]" for aspect, said in aspects(source, sentence)]
     refused = not sources
     return Answer(
         question=question.asked,
@@ -213,6 +217,34 @@ def compare_answer(question: Question, pairs: list[tuple[str, Source | None]]) -
         kind=Kind.COMPARE,
         count=len(sources),
     )
+
+
+# What a compare sets side by side beyond what each paper does: the sentence of its abstract that says what it was
+# evaluated on, and the one that says what it found (a result's words: rag/answering/asks.py), one holding a number
+# first, else the first in the abstract's order.
+EVALUATED = re.compile(
+    r"\b(?:datasets?|benchmarks?|experiments?\s+(?:on|across|with)|evaluat\w*|tested\s+on|tasks)\b", re.IGNORECASE
+)
+ASPECTS = (("evaluated on", EVALUATED), ("result", RESULT_WORDS))
+
+
+def aspects(source: Source, said: str) -> list[tuple[str, str]]:
+    """Each of `ASPECTS` the paper's abstract has a sentence for: not the one `said` already, not background, nor
+    where its code is."""
+    found: list[tuple[str, str]] = []
+    taken = {said}
+    sentences = [
+        plain_text(sentence)
+        for position, sentence in enumerate(source_sentences(source))
+        if not is_background(position, sentence)  # "While prior efforts focus on …": the field's, not the paper's
+    ]
+    for aspect, kind in ASPECTS:
+        fitting = [s for s in sentences if s not in taken and kind.search(s) and not RELEASE.search(s)]
+        if fitting:
+            sentence = next((s for s in fitting if NUMBER.search(s)), fitting[0])
+            found.append((aspect, sentence))
+            taken.add(sentence)
+    return found
 
 
 def best_sentence(source: Source, topic: str) -> str:

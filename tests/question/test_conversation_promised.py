@@ -30,6 +30,9 @@ def test_a_compare_of_the_paper_in_focus_with_one_it_names_sets_both_side_by_sid
     compared = said["how does it compare to NExT-Mol?"]
     assert "no indexed abstract is about it" not in compared
     assert compared.startswith(f"RxnFlow (“{RXNFLOW}”)") and f"\nNExT-Mol (“{NEXT_MOL}”)" in compared, compared
+    # side by side on what each found too, each cited: RxnFlow's result holds its numbers
+    assert "\n  result: Furthermore, RxnFlow achieves state-of-the-art performance on CrossDocked2020" in compared
+    assert compared.count("\n  result: ") == 2 and "34.8% synthesizability. [1]" in compared, compared
 
 
 @pytest.mark.parametrize("follow_up", ["more like this one", "anything similar?"])
