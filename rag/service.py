@@ -318,8 +318,9 @@ class RagService:
         if answer is None:  # a lookup: the answer pipeline's, over what retrieval finds
             sources = self.search(asked.text, k, standalone.held(asked.filters))
             pieces = self.pipeline.stream(asked, sources)
-        else:
-            pieces = iter((answer.text, answer))  # no model: the whole text at once, then the answer
+        else:  # no model: the text a line at a time (a list's papers as they are shown), then the answer
+            lines = answer.text.split("\n")
+            pieces = iter([*(line + "\n" for line in lines[:-1]), lines[-1], answer])
         yield from self.conversation.remembering(pieces, question, history or [])  # the focus it leaves
 
     def tools(self) -> Tools:

@@ -54,3 +54,9 @@ def test_which_of_a_list_s_papers_release_code_is_answered_for_every_paper_of_th
     code = said["which of these release code?"]
     assert code.startswith("2 of these 2 papers link their code in the abstract:"), code
     assert "code at https://github.com/SeonghwanSeo/RxnFlow" in code and "https://github.com/acharkq/NExT-Mol" in code
+
+
+def test_a_list_streams_a_line_at_a_time_and_the_lines_make_the_answer(seeded):
+    *pieces, answer = seeded.stream_answer("Which papers generate molecules?")
+    assert answer.kind == "list" and len(pieces) == len(answer.text.splitlines()) > 2
+    assert "".join(pieces) == answer.text and all(piece.count("\n") <= 1 for piece in pieces)
