@@ -38,7 +38,7 @@ def run_chat(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             print("(stopped; not part of the conversation)", flush=True)
             continue
-        print_answer(final, service)
+        print_answer(final, service, explain=args.explain)
         print(flush=True)
         history.append(Turn.of(final))
     return 0

@@ -176,7 +176,7 @@ def add_map_parser(commands) -> None:
 
 
 def add_asking_options(parser: argparse.ArgumentParser) -> None:
-    """What `rag ask` and `rag chat` take: -k, --no-understand, the filters, --config and --index."""
+    """What `rag ask` and `rag chat` take: -k, --no-understand, --explain, the filters, --config and --index."""
     parser.add_argument("-k", type=papers_k, default=None, help="papers to retrieve (default and bounds: retrieval.k)")
     parser.add_argument(
         "--no-understand",
@@ -184,6 +184,9 @@ def add_asking_options(parser: argparse.ArgumentParser) -> None:
         action="store_false",
         default=None,
         help="take the question literally: no filters or list/count/compare read from its words",
+    )
+    parser.add_argument(
+        "--explain", action="store_true", help="also print how a list's line was drawn and a refusal's figures"
     )
     add_filter_options(parser)
     add_common_options(parser)

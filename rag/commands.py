@@ -142,14 +142,15 @@ def run_ask(args: argparse.Namespace) -> int:
         return 0
     if args.export:
         return print_export(final, args.export)
-    print_answer(final, service, printed=bool(streamed and streamed.text))
+    print_answer(final, service, printed=bool(streamed and streamed.text), explain=args.explain)
     return 0
 
 
-def print_answer(final, service, printed: bool = False) -> None:
+def print_answer(final, service, printed: bool = False, explain: bool = False) -> None:
     """The checked answer as `rag ask` and `rag chat` print it: its text (unless its stream `printed` it
     already), what it was asked as and the papers a follow-up was held to, who wrote it, and the sources
-    best first. Plain lines, for any screen reader."""
+    best first; with `explain`, how a list's line was drawn and a refusal's figures. Plain lines, for any screen
+    reader."""
     from rag.core.markup import plain_text
     from rag.core.types import by_relevance
 
@@ -164,12 +165,12 @@ def print_answer(final, service, printed: bool = False) -> None:
         print(f"(a follow-up on {', '.join(papers)}, asked as: {final.standalone_question})")
     elif final.standalone_question and final.standalone_question != final.question:
         print(f"(asked as: {final.standalone_question})")
-    if final.line and not final.refused:
+    if explain and final.line and not final.refused:  # thresholds and scores: for those who ask (--explain)
         print(f"({final.line})")
     if final.understood:
         print(f"(filters understood from the question: {'; '.join(final.understood)}; --no-understand to drop them)")
     if final.refused:
-        if final.refusal_reason:
+        if explain and final.refusal_reason:
             print(f"(not answered: {final.refusal_reason})")
         return  # the text names the closest papers
     if note := final.provenance(service.model_label() if final.answered_by == "model" else ""):

@@ -77,9 +77,11 @@ def test_sources_are_listed_best_first_by_the_relevance_shown(seeded_index):
 
 
 def test_a_refusal_says_so_in_words_and_keeps_its_figures_apart(seeded_index):
-    result = rag("ask", "What is the capital of Australia?", index=seeded_index)
+    plain = rag("ask", "What is the capital of Australia?", index=seeded_index).stdout.strip().splitlines()
+    assert len(plain) == 1 and "threshold" not in plain[0]  # figures only for those who ask (issue 66)
+    result = rag("ask", "What is the capital of Australia?", "--explain", index=seeded_index)
     text, why = result.stdout.strip().splitlines()
-    assert text.startswith("The indexed abstracts don't answer this question. The closest papers are “")
+    assert text == plain[0] and text.startswith("The indexed abstracts don't answer this question. The closest papers")
     assert "threshold" not in text and why.startswith("(not answered: ") and "threshold" in why
     data = json.loads(rag("ask", "What is the capital of Australia?", "--json", index=seeded_index).stdout)
     assert data["refused"] and "threshold" in data["refusal_reason"] and "threshold" not in data["text"]

@@ -255,7 +255,9 @@ def test_the_cli_names_the_understood_filters_and_json_carries_them(moe_index):
     literal = rag("ask", question, "--no-understand", index=moe_index).stdout
     assert "understood" not in literal
     counted = rag("ask", "How many poster papers use mixture-of-experts?", index=moe_index).stdout
-    assert "\n(judged: the relevance judge" in counted
+    assert "judged" not in counted  # how the line was drawn: behind --explain (issue 66)
+    explained = rag("ask", "How many poster papers use mixture-of-experts?", "--explain", index=moe_index).stdout
+    assert "\n(judged: the relevance judge" in explained
 
 
 def test_by_counts_only_for_an_author_the_index_holds(moe):
