@@ -10,6 +10,7 @@ again by a name. Any other follow-up is a look-up held to them (the answer pipel
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -54,9 +55,12 @@ def named_answer(question: Question, tools: Tools) -> Answer | None:
 
 def stored_as(name: str, tools: Tools) -> str | None:
     """The stored paper a name names: its id or title, the name its title gives before a colon, or the name it
-    proposes ("We propose RxnFlow") among the papers a search for the name finds first."""
+    proposes ("We propose RxnFlow") among the papers a search for the name finds first; else the one paper of
+    those whose title says the name ("the Hanabi paper": "A Generalist Hanabi Agent"), when only one does."""
     found = tools.search(name, 3, Filters()) if not (paper := tools.stored_paper(name)) else []
-    return paper or next((s.paper_id for s in found if paper_name(s).strip("“”").lower() == name.lower()), None)
+    proposed = next((s.paper_id for s in found if paper_name(s).strip("“”").lower() == name.lower()), None)
+    titled = [s.paper_id for s in found if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", s.title, re.IGNORECASE)]
+    return paper or proposed or (titled[0] if len(titled) == 1 else None)
 
 
 def in_focus(question: Question, tools: Tools) -> list[Source]:

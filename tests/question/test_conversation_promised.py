@@ -60,3 +60,8 @@ def test_a_list_streams_a_line_at_a_time_and_the_lines_make_the_answer(seeded):
     *pieces, answer = seeded.stream_answer("Which papers generate molecules?")
     assert answer.kind == "list" and len(pieces) == len(answer.text.splitlines()) > 2
     assert "".join(pieces) == answer.text and all(piece.count("\n") <= 1 for piece in pieces)
+
+
+def test_who_wrote_a_paper_named_by_a_word_of_its_title_is_answered_from_its_stored_authors(seeded, tmp_path):
+    said = chat(seeded, tmp_path, "who wrote the Hanabi paper?")["who wrote the Hanabi paper?"]
+    assert said.startswith("“A Generalist Hanabi Agent” [1]: authors") and "Sarath Chandar" in said, said
