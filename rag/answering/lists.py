@@ -134,8 +134,7 @@ def list_answer(
         f"listed: evidence (best passage similarity + share of the topic's words) ≥ "
         f"{settings.questions.list_min_evidence:.2f} and ≥ {relative_evidence(topic.text, settings):.0%} of the "
         f"best paper's, BM25 ≥ {settings.questions.list_relative_bm25:.0%} of the best, among the {len(ranked)} "
-        f"best-ranked of {scope}"
-        + (f"; left out: papers whose title names “{topic.left_out}”" if topic.left_out else "")
+        f"best-ranked of {scope}{_left_out(topic)}"
     )
     answer = Answer(question, "", [], kind=kind, line=line, count=len(listed))
     many = f"at least {len(listed)}" if len(ranked) >= cap and len(listed) == len(ranked) else str(len(listed))
@@ -159,7 +158,7 @@ def judged_answer(
     line = (
         f"judged: the relevance judge (learned from blind writers' topics) gives each paper listed a probability "
         f"≥ {JUDGED_IN:.1f} of being on the topic; {examined:,} candidates of {_scope(applied)} were judged"
-        + (f"; left out: papers whose title names “{topic.left_out}”" if topic.left_out else "")
+        f"{_left_out(topic)}"
     )
     answer = Answer(question, "", [], kind=kind, line=line, count=len(listed))
     closest = next(iter(found.values()), [])[:5]
@@ -289,6 +288,11 @@ def names(title: str, left_out: str) -> bool:
     held = {term.rstrip("s") for term in terms(title)}
     wanted = {term.rstrip("s") for term in terms(left_out)}
     return bool(wanted) and wanted <= held
+
+
+def _left_out(topic: Topic) -> str:
+    """What a list's line adds for what the question leaves out, if anything."""
+    return f"; left out: papers whose title names “{topic.left_out}”" if topic.left_out else ""
 
 
 def _leaving(topic: Topic) -> str:

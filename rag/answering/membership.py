@@ -24,6 +24,7 @@ from rag.text.terms import terms
 
 if TYPE_CHECKING:
     from rag.answering.tools import Search
+    from rag.core.filters import Filters
 
 CANDIDATES = 600  # per alternative: the largest gold set of the blind writers' topics is 223
 JUDGED_IN = 0.5  # the judge's probability from which a candidate is a member
@@ -103,7 +104,7 @@ def probabilities(rows: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-(((rows - mean) / scale) @ weights + bias)))
 
 
-def candidates(alternatives: tuple[str, ...], search: Search, filters) -> dict[str, list[Source]]:
+def candidates(alternatives: tuple[str, ...], search: Search, filters: Filters) -> dict[str, list[Source]]:
     """Each alternative of the topic with its candidates, best first."""
     return {text: search(text, CANDIDATES, filters) for text in alternatives}
 
